@@ -1,0 +1,5 @@
+//go:build !race
+
+package trim
+
+const raceEnabled = false

@@ -1,0 +1,241 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+)
+
+// Config is the whole of harness.toml. Its zero value is not useful: start
+// from Default, Load or Parse.
+type Config struct {
+	Terminal Terminal `toml:"terminal"`
+	Trim     Trim     `toml:"trim"`
+	Store    Store    `toml:"store"`
+}
+
+// Terminal is the [terminal] table: the persistent shell of each session.
+type Terminal struct {
+	// Shell is the bash binary, a name looked up in PATH or a path.
+	// harnessd drives it with bash features (PROMPT_COMMAND, eval), so it
+	// must be bash.
+	Shell string `toml:"shell"`
+
+	// SoftTimeout: with no new output for this long, control returns to
+	// the agent with exit code -1 while the command goes on running.
+	SoftTimeout Duration `toml:"soft_timeout"`
+
+	// HardTimeout: a command running this long is interrupted (SIGINT,
+	// then SIGKILL, then the shell is rebuilt). At least SoftTimeout.
+	HardTimeout Duration `toml:"hard_timeout"`
+
+	// KillGrace is the wait between SIGINT, SIGKILL and rebuilding.
+	KillGrace Duration `toml:"kill_grace"`
+
+	// Cols and Rows are the PTY's window size, each 10..1000.
+	Cols int `toml:"cols"`
+	Rows int `toml:"rows"`
+
+	// Env holds extra environment variables for the shell, applied over
+	// the environment harnessd builds for it. Never nil in a Config from
+	// Default, Load or Parse.
+	Env map[string]string `toml:"env"`
+}
+
+// Trim is the [trim] table: what an agent is shown of a command's output.
+// The full output is always kept.
+type Trim struct {
+	Head    int `toml:"head"`     // first lines shown
+	Tail    int `toml:"tail"`     // last lines shown
+	MaxKeep int `toml:"max_keep"` // at most this many lines of the omitted middle that contain a keyword
+
+	// Keywords are case-sensitive substrings that make a line of the
+	// omitted middle worth showing.
+	Keywords []string `toml:"keywords"`
+
+	LineCap int `toml:"line_cap"` // bytes shown of one line; the rest is cut with a marker
+}
+
+// Store is the [store] table: the bbolt file of sessions, events and full
+// outputs.
+type Store struct {
+	// Path is the bbolt file. "" means $XDG_DATA_HOME/harnessd/harnessd.db,
+	// or /var/lib/harnessd/harnessd.db as root.
+	Path string `toml:"path"`
+
+	// Durability is DurabilityStrict or DurabilityBatch.
+	Durability string `toml:"durability"`
+}
+
+// Values of Store.Durability.
+const (
+	// DurabilityStrict commits every action before it runs, so a crash
+	// never leaves an effect without its record.
+	DurabilityStrict = "strict"
+
+	// DurabilityBatch lets events wait to share a commit with later ones:
+	// fewer syncs, but a crash can lose the record of an action that ran.
+	DurabilityBatch = "batch"
+)
+
+// Limits checked by Validate besides the obvious ones. The trim limits are
+// those core/trim clamps to, so that a value is refused here rather than
+// silently lowered there.
+const (
+	MinWindow  = 10      // smallest Cols or Rows
+	MaxWindow  = 1000    // largest Cols or Rows
+	MaxLines   = 10000   // largest Head, Tail or MaxKeep
+	MinLineCap = 80      // smallest LineCap: a cut line should still say something
+	MaxLineCap = 1 << 20 // largest LineCap
+)
+
+// maxFileSize bounds what Load reads, so that a path to something endless
+// (a device, a pipe) fails instead of hanging.
+const maxFileSize = 1 << 20
+
+// Default returns the configuration harness.toml documents. Each call
+// returns a new Config; changing its map or slice changes no other.
+func Default() Config {
+	return Config{
+		Terminal: Terminal{
+			Shell:       "bash",
+			SoftTimeout: Duration{10 * time.Second},
+			HardTimeout: Duration{30 * time.Minute},
+			KillGrace:   Duration{2 * time.Second},
+			Cols:        200,
+			Rows:        50,
+			Env:         map[string]string{},
+		},
+		Trim: Trim{
+			Head:     40,
+			Tail:     40,
+			MaxKeep:  20,
+			Keywords: []string{"Error", "Traceback", "Exception", "panic:", "FAIL", "fatal"},
+			LineCap:  2000,
+		},
+		Store: Store{
+			Path:       "",
+			Durability: DurabilityStrict,
+		},
+	}
+}
+
+// Load reads the TOML file at path and returns it over Default, validated,
+// as Parse does. A missing file is an error (matching fs.ErrNotExist) that
+// names path.
+func Load(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("load config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("load config: %w", err)
+	}
+	if len(data) > maxFileSize {
+		return Config{}, fmt.Errorf("load config %s: larger than %d bytes, not a config file", path, maxFileSize)
+	}
+	return Parse(data, path)
+}
+
+// Parse reads a TOML document over Default and validates the result. Keys
+// the document leaves out keep their defaults; a table given in the
+// document (terminal.env) or an array (trim.keywords) replaces the default
+// one whole. name is used in error messages, as "name:line: ".
+//
+// Parse checks in three stages and reports every problem of the first
+// stage that has any: TOML syntax (a *SyntaxError); then unknown keys and
+// values of the wrong type (each a *KeyError); then values that Validate
+// refuses (each a *KeyError). Every *KeyError carries the line of its key.
+// The result of a successful Parse always passes Validate.
+func Parse(data []byte, name string) (Config, error) {
+	c, lines, err := decode(data, name)
+	if err != nil {
+		return Config{}, err
+	}
+	inFile := func(key string) bool { _, ok := lines[key]; return ok }
+	errs := c.check(inFile)
+	if len(errs) == 0 {
+		return c, nil
+	}
+	for _, e := range errs {
+		e.File = name
+		e.Line = lines[e.Key]
+	}
+	slices.SortStableFunc(errs, func(a, b *KeyError) int { return cmp.Compare(a.Line, b.Line) })
+	return Config{}, join(errs)
+}
+
+// Validate reports every value of c that harnessd cannot use, each as a
+// *KeyError matching ErrInvalid (joined with errors.Join when there are
+// several). The errors name keys but not lines: c may have changed since
+// it was read. Parse and ApplyEnv validate what they read themselves,
+// with the line or the variable.
+func (c Config) Validate() error { return join(c.check(nil)) }
+
+// Environment variables ApplyEnv reads.
+const (
+	EnvSoftTimeout = "HARNESSD_SOFT_TIMEOUT" // terminal.soft_timeout
+	EnvHardTimeout = "HARNESSD_HARD_TIMEOUT" // terminal.hard_timeout
+	EnvStore       = "HARNESSD_STORE"        // store.path
+	EnvDurability  = "HARNESSD_DURABILITY"   // store.durability
+)
+
+// envVars maps each variable ApplyEnv reads to its key and how to set it.
+var envVars = []struct {
+	name, key string
+	set       func(c *Config, v string) error
+}{
+	{EnvSoftTimeout, "terminal.soft_timeout", func(c *Config, v string) error {
+		return c.Terminal.SoftTimeout.UnmarshalText([]byte(v))
+	}},
+	{EnvHardTimeout, "terminal.hard_timeout", func(c *Config, v string) error {
+		return c.Terminal.HardTimeout.UnmarshalText([]byte(v))
+	}},
+	{EnvStore, "store.path", func(c *Config, v string) error { c.Store.Path = v; return nil }},
+	{EnvDurability, "store.durability", func(c *Config, v string) error { c.Store.Durability = v; return nil }},
+}
+
+// ApplyEnv overrides settings from the environment: HARNESSD_SOFT_TIMEOUT,
+// HARNESSD_HARD_TIMEOUT (durations such as "10s"), HARNESSD_STORE (the
+// store path) and HARNESSD_DURABILITY ("strict" or "batch"). A variable
+// that is unset or empty changes nothing. getenv is usually os.Getenv;
+// nil means os.Getenv.
+//
+// The settings it changes are validated against the rest of c; a problem
+// is a *KeyError that names the variable. On error c is left unchanged.
+func (c *Config) ApplyEnv(getenv func(string) string) error {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	n := *c
+	from := map[string]string{} // key -> the variable that set it
+	var errs []*KeyError
+	for _, v := range envVars {
+		val := getenv(v.name)
+		if val == "" {
+			continue
+		}
+		if err := v.set(&n, val); err != nil {
+			errs = append(errs, &KeyError{Env: v.name, Key: v.key, Msg: err.Error(), Err: ErrInvalid})
+			continue
+		}
+		from[v.key] = v.name
+	}
+	fromEnv := func(key string) bool { _, ok := from[key]; return ok }
+	for _, e := range n.check(fromEnv) {
+		if name, ok := from[e.Key]; ok {
+			e.Env = name
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		return join(errs)
+	}
+	*c = n
+	return nil
+}

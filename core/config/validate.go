@@ -1,0 +1,121 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// check returns the problems of c in field order, as *KeyErrors without a
+// place. set reports whether a key was given by the source being checked
+// (the file, the environment); a rule between two keys blames the one that
+// was set, so the message points at the line that can fix it. set may be
+// nil.
+func (c *Config) check(set func(key string) bool) []*KeyError {
+	if set == nil {
+		set = func(string) bool { return false }
+	}
+	var errs []*KeyError
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid})
+	}
+
+	t := &c.Terminal
+	switch {
+	case t.Shell == "":
+		bad("terminal.shell", "must not be empty")
+	case strings.IndexByte(t.Shell, 0) >= 0:
+		bad("terminal.shell", "must not contain NUL")
+	}
+	positive := func(key string, d Duration) bool {
+		if d.Duration <= 0 {
+			bad(key, "must be > 0, got %s", d)
+			return false
+		}
+		return true
+	}
+	softOK := positive("terminal.soft_timeout", t.SoftTimeout)
+	hardOK := positive("terminal.hard_timeout", t.HardTimeout)
+	if softOK && hardOK && t.SoftTimeout.Duration > t.HardTimeout.Duration {
+		if set("terminal.hard_timeout") && !set("terminal.soft_timeout") {
+			bad("terminal.hard_timeout", "must be >= terminal.soft_timeout (%s), got %s", t.SoftTimeout, t.HardTimeout)
+		} else {
+			bad("terminal.soft_timeout", "must be <= terminal.hard_timeout (%s), got %s", t.HardTimeout, t.SoftTimeout)
+		}
+	}
+	positive("terminal.kill_grace", t.KillGrace)
+	window := func(key string, n int) {
+		if n < MinWindow || n > MaxWindow {
+			bad(key, "must be between %d and %d, got %d", MinWindow, MaxWindow, n)
+		}
+	}
+	window("terminal.cols", t.Cols)
+	window("terminal.rows", t.Rows)
+	names := make([]string, 0, len(t.Env))
+	for name := range t.Env {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		key := toml.Key{"terminal", "env", name}.String()
+		switch {
+		case name == "":
+			bad(key, "the variable's name must not be empty")
+		case strings.IndexByte(name, '=') >= 0:
+			bad(key, "the variable's name must not contain '='")
+		case strings.IndexByte(name, 0) >= 0:
+			bad(key, "the variable's name must not contain NUL")
+		case strings.IndexByte(t.Env[name], 0) >= 0:
+			bad(key, "must not contain NUL")
+		}
+	}
+
+	r := &c.Trim
+	bounded := func(key string, n, lo, hi int) {
+		switch {
+		case n < lo:
+			bad(key, "must be >= %d, got %d", lo, n)
+		case n > hi:
+			bad(key, "must be <= %d, got %d", hi, n)
+		}
+	}
+	lines := func(key string, n int) { bounded(key, n, 0, MaxLines) }
+	lines("trim.head", r.Head)
+	lines("trim.tail", r.Tail)
+	lines("trim.max_keep", r.MaxKeep)
+	for i, k := range r.Keywords {
+		switch {
+		case k == "":
+			bad("trim.keywords", "keyword %d of %d is empty", i+1, len(r.Keywords))
+		case strings.IndexByte(k, '\n') >= 0:
+			bad("trim.keywords", "keyword %d of %d (%s) contains a newline and can never match within a line", i+1, len(r.Keywords), quote(k))
+		}
+	}
+	bounded("trim.line_cap", r.LineCap, MinLineCap, MaxLineCap)
+
+	s := &c.Store
+	if strings.IndexByte(s.Path, 0) >= 0 {
+		bad("store.path", "must not contain NUL")
+	}
+	if s.Durability != DurabilityStrict && s.Durability != DurabilityBatch {
+		bad("store.durability", "must be %q or %q, got %s", DurabilityStrict, DurabilityBatch, quote(s.Durability))
+	}
+	return errs
+}
+
+// quote returns s as a Go string literal, shortened to a readable length.
+func quote(s string) string {
+	const max = 40
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%q...", s[:cut])
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

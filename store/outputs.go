@@ -1,0 +1,415 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Spilled outputs: the full text of a command's output, of which the model
+// saw a trimmed view, kept so it can be paged back by line range.
+//
+// An output is stored in chunks of ChunkSize bytes, each with its newline
+// count in front, so ReadLines finds the chunk a line starts in from the
+// counts alone and reads only the chunks the range covers.
+
+// Limits of one output read, the same as trim.FileStore's so that swapping
+// the file store for this one changes nothing a model sees.
+const (
+	ChunkSize    = 64 << 10 // bytes per stored chunk
+	MaxReadLines = 2000     // lines one ReadLines returns at most
+	MaxReadBytes = 1 << 20  // bytes one ReadLines returns at most
+)
+
+// maxInflight is how many chunks an OutputWriter has waiting for their
+// commit before Write waits: memory stays bounded, the writer stays busy.
+const maxInflight = 4
+
+// OutputWriter receives one full output. It has the shape of trim's.
+type OutputWriter interface {
+	io.Writer
+	// ID names the output for ReadLines.
+	ID() string
+	// Close stores what is buffered and waits for every chunk to be
+	// committed. It is idempotent.
+	Close() error
+}
+
+// Lines is a range of an output's lines, exactly as written, each with its
+// '\n' (the output's last line may have none). It has trim.Lines' fields.
+type Lines struct {
+	Text  string
+	From  int // first line in Text, 1-based
+	To    int // last line in Text; From-1 when Text is empty
+	Total int // lines in the whole output; a last line without '\n' counts
+}
+
+// Outputs is the store's place for spilled outputs. It has the method set
+// of trim.OutputStore, with this package's OutputWriter and Lines.
+type Outputs struct{ s *Store }
+
+// Outputs returns the store's output store.
+func (s *Store) Outputs() *Outputs { return &Outputs{s} }
+
+// Create starts a new output of session. Nothing is written until the first
+// chunk is full or the writer is closed; an output closed with nothing
+// written exists, empty.
+func (o *Outputs) Create(ctx context.Context, session string) (OutputWriter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o.s.mu.RLock()
+	ok := o.s.sess[session] != nil
+	o.s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("create output of session %s: %w", session, ErrSessionNotFound)
+	}
+	// Numbers are handed out in memory; one is on disk once its first
+	// chunk or its Close is committed, and IDs reach models only after
+	// Close, so a number lost in a crash was never seen by anyone.
+	n := o.s.nextOut.Add(1) - 1
+	return &outputWriter{s: o.s, session: session, num: n, buf: make([]byte, 0, ChunkSize)}, nil
+}
+
+// outputID and parseOutputID convert an output number to the ID handed out.
+func outputID(n uint64) string { return "o" + strconv.FormatUint(n, 10) }
+
+func parseOutputID(id string) (uint64, bool) {
+	if len(id) < 2 || id[0] != 'o' || id[1] == '0' || len(id) > 21 {
+		return 0, false
+	}
+	for _, c := range id[1:] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(id[1:], 10, 64)
+	return n, err == nil
+}
+
+type outputWriter struct {
+	s       *Store
+	session string
+	num     uint64
+
+	mu       sync.Mutex
+	buf      []byte
+	chunk    uint32
+	inflight []chan error
+	err      error // first failure; every later call returns it
+	closed   bool
+}
+
+func (w *outputWriter) ID() string { return outputID(w.num) }
+
+func (w *outputWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, fmt.Errorf("output %s: %w", w.ID(), ErrOutputClosed)
+	}
+	written := 0
+	for len(p) > 0 {
+		if w.err != nil {
+			return written, w.err
+		}
+		n := min(len(p), ChunkSize-len(w.buf))
+		w.buf = append(w.buf, p[:n]...)
+		p = p[n:]
+		written += n
+		if len(w.buf) == ChunkSize {
+			w.flush()
+		}
+	}
+	return written, w.err
+}
+
+// flush hands the buffered chunk to the writer goroutine without waiting
+// for its commit, unless maxInflight are already waiting.
+func (w *outputWriter) flush() {
+	if len(w.inflight) >= maxInflight {
+		w.wait(1)
+		if w.err != nil {
+			return
+		}
+	}
+	val := binary.AppendUvarint(make([]byte, 0, len(w.buf)+binary.MaxVarintLen64), uint64(bytes.Count(w.buf, []byte{'\n'})))
+	val = append(val, w.buf...)
+	op := &chunkOp{session: w.session, num: w.num, chunk: w.chunk, value: val, empty: len(w.buf) == 0, done: make(chan error, 1)}
+	w.buf = w.buf[:0]
+	if !op.empty {
+		w.chunk++
+	}
+	// Not the caller's context: an output spilled while a command is being
+	// interrupted must still be kept.
+	if err := w.s.submit(context.Background(), op); err != nil {
+		w.err = fmt.Errorf("output %s: %w", w.ID(), err)
+		return
+	}
+	w.inflight = append(w.inflight, op.done)
+}
+
+// wait waits for the oldest n chunks in flight.
+func (w *outputWriter) wait(n int) {
+	for _, c := range w.inflight[:n] {
+		if err := <-c; err != nil && w.err == nil {
+			w.err = fmt.Errorf("output %s: %w", w.ID(), err)
+		}
+	}
+	w.inflight = append(w.inflight[:0], w.inflight[n:]...)
+}
+
+func (w *outputWriter) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.err == nil && (len(w.buf) > 0 || w.chunk == 0) {
+		w.flush() // the rest, or the record of an empty output
+	}
+	w.wait(len(w.inflight))
+	w.buf = nil
+	return w.err
+}
+
+// chunkOp stores one chunk of an output (or, empty, just its record).
+type chunkOp struct {
+	session string
+	num     uint64
+	chunk   uint32
+	value   []byte // uvarint newline count, then the bytes
+	empty   bool
+	done    chan error
+}
+
+func (o *chunkOp) weight() int      { return 1 }
+func (o *chunkOp) finish(err error) { o.done <- err }
+
+func (o *chunkOp) apply(w *wtx) error {
+	if w.session(o.session) == nil {
+		return reject(fmt.Errorf("session %s: %w", o.session, ErrSessionNotFound))
+	}
+	key := u64key(o.num)
+	if w.outMeta.Get(key) == nil {
+		if err := w.outMeta.Put(key, []byte(o.session)); err != nil {
+			return err
+		}
+		if err := w.sessOut.Put(sessOutKey(o.session, o.num), nil); err != nil {
+			return err
+		}
+	}
+	if o.empty {
+		return nil
+	}
+	return w.outChunk.Put(chunkKey(o.num, o.chunk), o.value)
+}
+
+// ReadLines returns lines from..to of output id, 1-based and inclusive; to
+// <= 0 or past the end means the end. It returns at most MaxReadLines lines
+// and MaxReadBytes bytes, and Lines.To says where it stopped; the text is
+// byte-identical to what was written, except that a single line longer than
+// MaxReadBytes is cut there (at a rune boundary) and followed by a marker
+// and '\n'. An empty output has no lines: from 1 returns empty Lines with
+// Total 0, any other from is ErrLineRange.
+//
+// Only committed chunks are read: an output still being written shows what
+// its writer has flushed so far.
+func (o *Outputs) ReadLines(ctx context.Context, id string, from, to int) (Lines, error) {
+	if err := ctx.Err(); err != nil {
+		return Lines{}, err
+	}
+	num, ok := parseOutputID(id)
+	if !ok {
+		return Lines{}, fmt.Errorf("read output %.40q: %w", id, ErrInvalidOutputID)
+	}
+	var lines Lines
+	err := o.s.view(func(tx *bolt.Tx) error {
+		session := tx.Bucket(bucketOutMeta).Get(u64key(num))
+		o.s.mu.RLock()
+		live := session != nil && o.s.sess[string(session)] != nil
+		o.s.mu.RUnlock()
+		if !live {
+			return fmt.Errorf("read output %s: %w", id, ErrOutputNotFound)
+		}
+		// The counts of every chunk: which one a line starts in, and the
+		// total.
+		prefix := u64key(num)
+		c := tx.Bucket(bucketOutChunk).Cursor()
+		var counts []uint64 // newlines in chunk i
+		var lastByte byte
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			nl, w := binary.Uvarint(v)
+			if w <= 0 || binary.BigEndian.Uint32(k[8:]) != uint32(len(counts)) {
+				return fmt.Errorf("%w: output %s chunk %d", ErrCorrupt, id, len(counts))
+			}
+			counts = append(counts, nl)
+			if len(v) > w {
+				lastByte = v[len(v)-1]
+			}
+		}
+		var newlines uint64
+		for _, n := range counts {
+			newlines += n
+		}
+		total := int(newlines)
+		if len(counts) > 0 && lastByte != '\n' {
+			total++ // a last line without '\n'
+		}
+		if from < 1 || to > 0 && to < from || from > total && !(total == 0 && from == 1) {
+			return fmt.Errorf("read output %s lines %d-%d of %d: %w", id, from, to, total, ErrLineRange)
+		}
+		if to <= 0 || to > total {
+			to = total
+		}
+		lines = Lines{From: 1, To: 0, Total: total}
+		if total == 0 {
+			return nil
+		}
+		// Line from starts after the (from-1)th newline.
+		skip := uint64(from - 1)
+		chunk := 0
+		for chunk < len(counts) && counts[chunk] < skip {
+			skip -= counts[chunk]
+			chunk++
+		}
+		r := &chunkReader{c: c, prefix: prefix, chunk: uint32(chunk)}
+		if err := r.load(); err != nil {
+			return err
+		}
+		for ; skip > 0; skip-- {
+			if !r.skipLine() {
+				return fmt.Errorf("%w: output %s: line %d not where its counts say", ErrCorrupt, id, from)
+			}
+		}
+		text, got, err := r.collect(to-from+1, MaxReadLines, MaxReadBytes)
+		if err != nil {
+			return err
+		}
+		lines = Lines{Text: text, From: from, To: from + got - 1, Total: total}
+		return nil
+	})
+	return lines, err
+}
+
+// chunkReader reads an output's bytes from a chunk on, within a read
+// transaction.
+type chunkReader struct {
+	c      *bolt.Cursor
+	prefix []byte
+	chunk  uint32
+	data   []byte // what is left of the current chunk (mmapped)
+	eof    bool
+}
+
+// load makes data the current chunk's bytes, or sets eof.
+func (r *chunkReader) load() error {
+	k, v := r.c.Seek(chunkKey(binary.BigEndian.Uint64(r.prefix), r.chunk))
+	if k == nil || !bytes.HasPrefix(k, r.prefix) {
+		r.eof, r.data = true, nil
+		return nil
+	}
+	_, w := binary.Uvarint(v)
+	if w <= 0 {
+		return fmt.Errorf("%w: output chunk header", ErrCorrupt)
+	}
+	r.data = v[w:]
+	return nil
+}
+
+// fill moves to the next chunk when the current one is used up; false at
+// the end of the output.
+func (r *chunkReader) fill() bool {
+	for len(r.data) == 0 && !r.eof {
+		r.chunk++
+		if err := r.load(); err != nil {
+			r.eof = true
+		}
+	}
+	return !r.eof
+}
+
+// skipLine skips to just after the next '\n'.
+func (r *chunkReader) skipLine() bool {
+	for r.fill() {
+		if i := bytes.IndexByte(r.data, '\n'); i >= 0 {
+			r.data = r.data[i+1:]
+			return true
+		}
+		r.data = nil
+	}
+	return false
+}
+
+// collect returns up to want lines (and at most maxLines lines and
+// maxBytes bytes), and how many it returned.
+func (r *chunkReader) collect(want, maxLines, maxBytes int) (string, int, error) {
+	var out []byte
+	got := 0
+	for got < want && got < maxLines {
+		start := len(out)
+		for {
+			if !r.fill() {
+				if len(out) > start {
+					got++ // a last line without '\n'
+				}
+				return string(out), got, nil
+			}
+			piece := r.data
+			i := bytes.IndexByte(piece, '\n')
+			if i >= 0 {
+				piece = piece[:i+1]
+			}
+			if len(out)+len(piece) > maxBytes {
+				if got > 0 {
+					return string(out[:start]), got, nil
+				}
+				out = append(out, piece[:maxBytes-len(out)]...)
+				out = dropPartialRune(out)
+				out = append(out, "… [line cut: first "+commas(int64(len(out)))+" bytes shown; the line is longer than one read returns]\n"...)
+				return string(out), 1, nil
+			}
+			out = append(out, piece...)
+			r.data = r.data[len(piece):]
+			if i >= 0 {
+				break
+			}
+		}
+		got++
+	}
+	return string(out), got, nil
+}
+
+// dropPartialRune cuts an incomplete UTF-8 sequence off the end of b.
+func dropPartialRune(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			return b
+		}
+	}
+	return b
+}
+
+// commas writes n with thousands separators.
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	var b []byte
+	for i, c := range []byte(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b = append(b, ',')
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}

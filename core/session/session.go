@@ -1,0 +1,221 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/terminal"
+	"github.com/harnessd/harnessd/core/trim"
+)
+
+// Recorder is where a session's events go: an event.Bus (which commits to
+// the store and fans out) or the store itself. Append returns only after the
+// events are committed, with their seqs assigned.
+type Recorder interface {
+	Append(ctx context.Context, session string, evs ...event.Event) ([]event.Event, error)
+}
+
+// Config configures a session. Zero fields take their package defaults.
+type Config struct {
+	Terminal terminal.Options
+	Trim     trim.Config
+	// Events records every action and observation. Nil records nothing
+	// (events come back with seq 0), for callers that only want the shell.
+	Events Recorder
+	// Outputs keeps every command's full output. Nil keeps none.
+	Outputs trim.OutputStore
+	Logger  *slog.Logger
+}
+
+// Result is one command's round trip: the action as recorded, the
+// observation as recorded (its Cause is the action's seq), and the
+// trimmer's counts, some of which the event does not carry.
+type Result struct {
+	Action      event.Event
+	Observation event.Event
+	Output      event.CmdOutput // Observation's payload
+	Trim        trim.Result
+}
+
+// Session is one agent's shell, the place its full outputs go, and the log
+// its events go to.
+type Session struct {
+	id      string
+	term    *terminal.Terminal
+	events  Recorder
+	outputs trim.OutputStore
+	trim    trim.Config
+	log     *slog.Logger
+	dir     string
+}
+
+// New starts a session's terminal and records sandbox_started.
+func New(ctx context.Context, id string, cfg Config) (*Session, error) {
+	if cfg.Trim.Head == 0 && cfg.Trim.Tail == 0 && cfg.Trim.LineCap == 0 {
+		cfg.Trim = trim.DefaultConfig()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	term, err := terminal.New(ctx, cfg.Terminal)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	s := &Session{id: id, term: term, events: cfg.Events, outputs: cfg.Outputs, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir}
+	// No isolation yet: the shell runs on the host, and the event says so.
+	if _, err := s.Record(ctx, event.SourceRuntime, 0, event.SandboxStarted{Driver: "none", SandboxID: fmt.Sprint(term.PID()), Workdir: cfg.Terminal.Dir}); err != nil {
+		term.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.id }
+
+// PID is the pid of the session's shell.
+func (s *Session) PID() int { return s.term.PID() }
+
+// Record appends one event to the session's log and returns it as stored.
+func (s *Session) Record(ctx context.Context, src event.Source, cause uint64, p event.Payload) (event.Event, error) {
+	ev := event.Event{Session: s.id, Source: src, Cause: cause, Payload: p, Time: time.Now().UTC()}
+	if s.events == nil {
+		return ev, nil
+	}
+	evs, err := s.events.Append(ctx, s.id, ev)
+	if err != nil {
+		return ev, fmt.Errorf("session %s: record %s: %w", s.id, p.Kind(), err)
+	}
+	return evs[0], nil
+}
+
+// Run records c as a cmd_run action, committed before the command runs so
+// that no effect is ever without its record, runs it in the session's
+// shell, and records the cmd_output observation that answers it.
+func (s *Session) Run(ctx context.Context, src event.Source, c event.CmdRun) (Result, error) {
+	action, err := s.Record(ctx, src, 0, c)
+	if err != nil {
+		return Result{}, err
+	}
+	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs}
+	tr := trim.New(s.trim, spill)
+	res, runErr := s.term.Run(ctx, terminal.Request{
+		Command: c.Command,
+		IsInput: c.IsInput,
+		Timeout: seconds(c.TimeoutS),
+		Reset:   c.Reset,
+	}, tr)
+	id, spillErr := spill.close()
+	tres := tr.Result(id)
+	out := event.CmdOutput{
+		ExitCode:     res.ExitCode,
+		Cwd:          res.Cwd,
+		Output:       tres.Text,
+		DurationMS:   res.Duration.Milliseconds(),
+		TimedOut:     res.TimedOut,
+		PID:          res.PID,
+		Note:         res.Note,
+		ShellRebuilt: res.Rebuilt,
+	}
+	if spillErr != nil {
+		// The command ran and the model still gets its view; say what is
+		// missing rather than lose the observation.
+		s.log.Warn("full output not kept", "session", s.id, "err", spillErr)
+		out.Note = joinNote(out.Note, "the full output could not be kept: "+spillErr.Error())
+	}
+	if tres.Trimmed || tres.LinesCut > 0 {
+		out.Trimmed = &event.Trimmed{
+			LinesTotal:   tres.LinesTotal,
+			LinesOmitted: tres.LinesOmitted,
+			BytesOmitted: tres.BytesOmitted,
+			OutputID:     id,
+		}
+	}
+	// Record the observation even if the terminal failed (ctx ended): the
+	// action is in the log and must be answered. A fresh context, because
+	// the caller's may be the one that ended.
+	rctx := ctx
+	if runErr != nil {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		out.Note = joinNote(out.Note, "the harness stopped waiting: "+runErr.Error())
+	}
+	obs, err := s.Record(rctx, event.SourceRuntime, action.Seq, out)
+	r := Result{Action: action, Observation: obs, Output: out, Trim: tres}
+	if runErr != nil {
+		return r, fmt.Errorf("session %s: %w", s.id, runErr)
+	}
+	return r, err
+}
+
+// Close ends the session's shell and everything it started, and records
+// sandbox_stopped.
+func (s *Session) Close(ctx context.Context, reason string) error {
+	pid := s.term.PID()
+	err := s.term.Close()
+	if _, rerr := s.Record(ctx, event.SourceRuntime, 0, event.SandboxStopped{SandboxID: fmt.Sprint(pid), Reason: reason}); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// seconds converts a cmd_run timeout; out-of-range values mean the default.
+func seconds(s float64) time.Duration {
+	if s <= 0 || math.IsNaN(s) || s > math.MaxInt64/float64(time.Second) {
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " " + b
+}
+
+// lazySpill creates the stored output on the first byte, so the many
+// commands that print nothing cost no storage.
+type lazySpill struct {
+	ctx     context.Context
+	session string
+	store   trim.OutputStore
+	w       trim.OutputWriter
+	err     error
+}
+
+func (l *lazySpill) Write(p []byte) (int, error) {
+	if l.store == nil || l.err != nil {
+		return len(p), nil // not kept; the trimmer's view goes on
+	}
+	if l.w == nil {
+		l.w, l.err = l.store.Create(l.ctx, l.session)
+		if l.err != nil {
+			return len(p), nil
+		}
+	}
+	if _, err := l.w.Write(p); err != nil {
+		l.err = err
+	}
+	return len(p), nil
+}
+
+// close finishes the stored output and returns its id ("" if nothing was
+// kept) and the first error met while keeping it.
+func (l *lazySpill) close() (string, error) {
+	if l.w == nil {
+		return "", l.err
+	}
+	if err := l.w.Close(); err != nil && l.err == nil {
+		l.err = err
+	}
+	if l.err != nil {
+		return "", l.err
+	}
+	return l.w.ID(), nil
+}

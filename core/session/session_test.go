@@ -1,0 +1,185 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/parse"
+	"github.com/harnessd/harnessd/core/terminal"
+	"github.com/harnessd/harnessd/core/trim"
+)
+
+func newSession(t *testing.T) (*Session, *trim.FileStore) {
+	t.Helper()
+	outputs, err := trim.NewFileStore(filepath.Join(t.TempDir(), "outputs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), "test", Config{
+		Terminal: terminal.Options{Dir: t.TempDir(), KillGrace: 300 * time.Millisecond},
+		Outputs:  outputs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background(), "test over") })
+	return s, outputs
+}
+
+// obs is what the tests look at of one command.
+type obs struct {
+	event.CmdOutput
+	Trim trim.Result
+}
+
+func runCmd(t *testing.T, s *Session, c event.CmdRun) obs {
+	t.Helper()
+	r, err := s.Run(context.Background(), event.SourceAgent, c)
+	if err != nil {
+		t.Fatalf("Run(%q): %v", c.Command, err)
+	}
+	return obs{r.Output, r.Trim}
+}
+
+// TestReferenceParity redoes the reference harness's 28-assertion demo
+// against the real PTY: exit codes, inherited state, the 100,001-line trim,
+// the parser's three outcomes, the 300 ms timeout, and a stable shell pid.
+func TestReferenceParity(t *testing.T) {
+	s, outputs := newSession(t)
+	pid := s.PID()
+	dir := t.TempDir()
+
+	if o := runCmd(t, s, event.CmdRun{Command: "false"}); o.ExitCode != 1 {
+		t.Errorf("false: exit %d", o.ExitCode)
+	}
+	if o := runCmd(t, s, event.CmdRun{Command: "true"}); o.ExitCode != 0 {
+		t.Errorf("true: exit %d", o.ExitCode)
+	}
+	if o := runCmd(t, s, event.CmdRun{Command: "ls /nope"}); o.ExitCode != 2 || !strings.Contains(o.Output, "No such file") {
+		t.Errorf("ls /nope: %+v", o)
+	}
+
+	runCmd(t, s, event.CmdRun{Command: "cd " + dir + " && export X=1"})
+	if o := runCmd(t, s, event.CmdRun{Command: `pwd; echo "X=$X"`}); o.Output != dir+"\nX=1\n" || o.Cwd != dir {
+		t.Errorf("state not inherited: %+v", o)
+	}
+
+	big := `for i in $(seq 1 100000); do echo "log line $i"; if [ "$i" = 50000 ]; then echo 'Traceback (most recent call last): boom'; fi; done`
+	o := runCmd(t, s, event.CmdRun{Command: big})
+	tr := o.Trim
+	if tr.LinesTotal != 100001 || !tr.Trimmed || tr.KeptKeyword != 1 || tr.LinesOmitted != 100001-40-40-1 {
+		t.Fatalf("100,001 lines: %+v", tr)
+	}
+	if !strings.HasPrefix(o.Output, "log line 1\n") || !strings.HasSuffix(o.Output, "log line 100000\n") {
+		t.Errorf("head/tail wrong:\n%s", o.Output)
+	}
+	if !strings.Contains(o.Output, "50001") || !strings.Contains(o.Output, "Traceback (most recent call last): boom") {
+		t.Errorf("Traceback line (number 50001) not kept:\n%s", o.Output)
+	}
+	if !strings.Contains(o.Output, "99,920") || !strings.Contains(o.Output, tr.OutputID) {
+		t.Errorf("placeholder does not state the omitted count and where to read:\n%s", o.Output)
+	}
+	if strings.Count(o.Output, "\n") > 90 {
+		t.Errorf("trimmed view has %d lines", strings.Count(o.Output, "\n"))
+	}
+	page, err := outputs.ReadLines(context.Background(), tr.OutputID, 50000, 50002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Text != "log line 50000\nTraceback (most recent call last): boom\nlog line 50001\n" || page.Total != 100001 {
+		t.Errorf("full output page: %+v", page)
+	}
+
+	// The parser's three outcomes.
+	if a, ok := parse.Text("```bash\nls -la\n```").(parse.RunBash); !ok || a.Command != "ls -la" {
+		t.Errorf("closed fence: %#v", a)
+	}
+	if _, ok := parse.Text("Okay, let me check:\n```bash\nls -la /tmp").(parse.Malformed); !ok {
+		t.Error("unclosed fence is not Malformed")
+	}
+	if _, ok := parse.Text("All done, the tests pass.").(parse.Message); !ok {
+		t.Error("plain text is not a Message")
+	}
+	if a, ok := parse.Text("```she bash\necho hi\n```").(parse.RunBash); !ok || a.Command != "echo hi" {
+		t.Errorf("```she bash: %#v", a)
+	}
+
+	start := time.Now()
+	o = runCmd(t, s, event.CmdRun{Command: "sleep 5", TimeoutS: 0.3})
+	if !o.TimedOut || o.ShellRebuilt || o.PID != pid || time.Since(start) > 4*time.Second {
+		t.Errorf("sleep 5 under 300ms: %+v", o)
+	}
+	for range 3 {
+		if o := runCmd(t, s, event.CmdRun{Command: "echo $$"}); o.PID != pid || o.Output != fmt.Sprintf("%d\n", pid) {
+			t.Errorf("pid changed: %+v, want %d", o, pid)
+		}
+	}
+}
+
+func TestNoOutputKeepsNothing(t *testing.T) {
+	s, _ := newSession(t)
+	o := runCmd(t, s, event.CmdRun{Command: "true"})
+	if o.Trim.OutputID != "" || o.Output != "" || o.Trim.LinesTotal != 0 {
+		t.Fatalf("true: %+v", o)
+	}
+	o = runCmd(t, s, event.CmdRun{Command: "echo one"})
+	if o.Trim.OutputID == "" || o.Output != "one\n" || o.Trim.Trimmed {
+		t.Fatalf("echo one: %+v", o)
+	}
+}
+
+func TestSpillIsByteIdenticalAfterCleaning(t *testing.T) {
+	s, outputs := newSession(t)
+	o := runCmd(t, s, event.CmdRun{Command: `for i in $(seq 1 300); do printf '\033[32mline %d\033[0m\r\n' $i; done; printf 'last without newline'`})
+	got, err := outputs.ReadLines(context.Background(), o.Trim.OutputID, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for i := 1; i <= 300; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	want.WriteString("last without newline")
+	if got.Text != want.String() || got.Total != 301 {
+		t.Fatalf("spilled output differs: total %d, %q…", got.Total, got.Text[:min(80, len(got.Text))])
+	}
+}
+
+// TestEventsAreRecordedInOrder runs commands through a session over an
+// in-memory log and checks the action/observation pairs and their causes.
+func TestEventsAreRecordedInOrder(t *testing.T) {
+	log := event.NewMemLog()
+	s, err := New(context.Background(), "rec", Config{Terminal: terminal.Options{Dir: t.TempDir()}, Events: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(context.Background(), event.SourceAgent, event.CmdRun{Command: "echo hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Action.Seq != 2 || r.Observation.Seq != 3 || r.Observation.Cause != 2 || r.Output.Output != "hi\n" {
+		t.Fatalf("seqs %d/%d cause %d output %q", r.Action.Seq, r.Observation.Seq, r.Observation.Cause, r.Output.Output)
+	}
+	if _, err := s.Record(context.Background(), event.SourceAgent, 0, event.Finish{Message: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(context.Background(), "finished"); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []event.Kind
+	if err := log.Read(context.Background(), "rec", 0, func(e event.Event) error {
+		kinds = append(kinds, e.Kind())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []event.Kind{event.KindSandboxStarted, event.KindCmdRun, event.KindCmdOutput, event.KindFinish, event.KindSandboxStopped}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Fatalf("kinds %v, want %v", kinds, want)
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuick runs the whole benchmark in -quick mode, as CI does, and checks
+// the report's shape, not its figures: those mean something only on a
+// quiet machine.
+func TestQuick(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	if code := run(t.Context(), []string{"-quick", "-json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstderr: %s\nstdout: %s", code, &stderr, &stdout)
+	}
+	took := time.Since(start)
+
+	var rep Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("decode -json output: %v\n%s", err, &stdout)
+	}
+	if !rep.Header.Quick || rep.Header.CPUs < 1 || rep.Header.GoVersion == "" {
+		t.Errorf("header = %+v", rep.Header)
+	}
+	got := map[string]*Section{}
+	for _, s := range rep.Sections {
+		got[s.Name] = s
+	}
+	for _, want := range sections {
+		s, ok := got[want.name]
+		if !ok {
+			t.Errorf("section %s missing from the report", want.name)
+			continue
+		}
+		if s.Error != "" {
+			t.Errorf("section %s: %s", s.Name, s.Error)
+		}
+		if s.Skipped != "" {
+			if s.Name != "tmux" || s.Skipped != "skipped: tmux not installed" {
+				t.Errorf("section %s skipped: %s", s.Name, s.Skipped)
+			}
+			continue
+		}
+		if len(s.Rows) == 0 {
+			t.Errorf("section %s has no rows", s.Name)
+		}
+		for _, r := range s.Rows {
+			if r.Figure.Value <= 0 && r.Figure.Unit != unitBytes {
+				t.Errorf("%s / %s: figure %+v", s.Name, r.Name, r.Figure)
+			}
+			if r.Baseline != nil && r.Ratio <= 0 {
+				t.Errorf("%s / %s: baseline %+v but ratio %v", s.Name, r.Name, *r.Baseline, r.Ratio)
+			}
+			if r.Target != "" && r.Status != "PASS" && r.Status != "MISS" {
+				t.Errorf("%s / %s: target %q with status %q", s.Name, r.Name, r.Target, r.Status)
+			}
+		}
+	}
+
+	var text bytes.Buffer
+	if err := writeText(&text, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Sections {
+		if !strings.Contains(text.String(), "== "+s.Name+": ") {
+			t.Errorf("text report lacks section %s", s.Name)
+		}
+	}
+	t.Logf("-quick took %s\n%s", took.Round(time.Millisecond), &text)
+	if took > 30*time.Second {
+		// Not a failure: a loaded CI machine can be slow. The budget is
+		// for a quiet one.
+		t.Logf("-quick took %s, over its 30 s budget", took.Round(time.Second))
+	}
+}

@@ -1,0 +1,236 @@
+// Command bench prints harnessd's comparative benchmark report: every
+// figure is measured beside a baseline in the same run and shown as a
+// ratio, so a loaded or slow machine moves both sides together.
+//
+// # Basics
+//
+//	go run ./bench                  # the full report (a minute or two)
+//	go run ./bench -quick           # small sizes, a smoke run for CI (< 30 s)
+//	go run ./bench -json            # the same report as JSON
+//	go run ./bench -only roundtrip,tmux -n 5000
+//
+// The sections, by -only name:
+//
+//   - roundtrip: `true` through a warm terminal (terminal.Run) against a
+//     fresh `bash -c true` per command, with a raw PTY echo through `cat` as
+//     the floor.
+//   - tmux: the same round trip through a tmux pane driven the way
+//     OpenHands' runtime drives it (send-keys, then capture-pane polling for
+//     a marker), polling every 500 ms and every 10 ms.
+//   - lines: 100,000 and 100,001 lines end to end through session.Run (PTY,
+//     clean, trim, spill to a trim.FileStore) against the same command into
+//     /dev/null under `bash -c`, and onto a bare PTY read by a plain loop.
+//   - stream: 1 GiB through session.Run against the same producer into
+//     `wc -c` and onto a bare PTY: throughput, and this process's peak RSS
+//     growth.
+//
+// Each target prints PASS or MISS beside it. A MISS never fails the run;
+// the exit status is non-zero only when something could not be measured
+// (a command failed, output was lost, or the run was interrupted).
+//
+// # Caveats
+//
+// Linux only: it reads /proc/self/status, resets the peak RSS through
+// /proc/self/clear_refs and opens PTYs through /dev/ptmx. RSS figures are
+// this process's (the daemon's side); the shell and the producers are
+// separate processes and are not counted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// options are the parsed flags.
+type options struct {
+	n     int             // round trips for the warm terminal, bash -c and the PTY floor
+	quick bool            // small sizes for a smoke run
+	json  bool            // JSON instead of the table
+	only  map[string]bool // sections to run; nil means all
+}
+
+// section is one part of the report, run by name.
+type section struct {
+	name  string
+	title string
+	run   func(b *bench, ctx context.Context, s *Section) error
+}
+
+var sections = []section{
+	{"roundtrip", "round trip of `true`", (*bench).roundTrip},
+	{"tmux", "round trip of `true` through tmux, OpenHands-style", (*bench).tmux},
+	{"lines", "100,000 lines end to end (PTY -> clean -> trim -> spill)", (*bench).lines},
+	{"stream", "a long stream through session.Run", (*bench).stream},
+}
+
+// run is the whole command: parse args, measure, print. It returns the
+// process's exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 2
+	}
+	rep, runErr := collect(ctx, opts, stderr)
+	var werr error
+	if opts.json {
+		werr = writeJSON(stdout, rep)
+	} else {
+		werr = writeText(stdout, rep)
+	}
+	if err := errors.Join(runErr, werr); err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts options
+	var only string
+	fs.IntVar(&opts.n, "n", 2000, "iterations for the round trips (warm terminal, bash -c, raw PTY); -quick makes the default 100")
+	fs.BoolVar(&opts.quick, "quick", false, "small sizes, for a smoke run in CI")
+	fs.BoolVar(&opts.json, "json", false, "print the report as JSON")
+	fs.StringVar(&only, "only", "", "comma-separated sections to run: "+sectionNames())
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	if fs.NArg() > 0 {
+		return opts, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	nSet := false
+	fs.Visit(func(f *flag.Flag) { nSet = nSet || f.Name == "n" })
+	if opts.quick && !nSet {
+		opts.n = 100
+	}
+	if opts.n < 1 {
+		return opts, fmt.Errorf("-n %d: need at least 1", opts.n)
+	}
+	if only != "" {
+		opts.only = map[string]bool{}
+		for _, name := range strings.Split(only, ",") {
+			name = strings.TrimSpace(name)
+			if !knownSection(name) {
+				return opts, fmt.Errorf("-only: unknown section %q (have %s)", name, sectionNames())
+			}
+			opts.only[name] = true
+		}
+	}
+	return opts, nil
+}
+
+func knownSection(name string) bool {
+	for _, s := range sections {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func sectionNames() string {
+	names := make([]string, len(sections))
+	for i, s := range sections {
+		names[i] = s.name
+	}
+	return strings.Join(names, ",")
+}
+
+// bench is the state the sections share: the options, a scratch directory
+// and the warm-terminal latencies, measured once and compared against by
+// both round-trip sections.
+type bench struct {
+	opts options
+	tmp  string
+	warm *latencies
+}
+
+// collect runs the selected sections in order, saying on progress which
+// one is running. A section that fails keeps its error in the report and
+// the others still run; the errors are also returned, joined.
+func collect(ctx context.Context, opts options, progress io.Writer) (*Report, error) {
+	rep := &Report{Header: newHeader(opts)}
+	tmp, err := os.MkdirTemp("", "harnessd-bench-")
+	if err != nil {
+		return rep, fmt.Errorf("scratch dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	b := &bench{opts: opts, tmp: tmp}
+	var errs []error
+	for _, sec := range sections {
+		if opts.only != nil && !opts.only[sec.name] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: not run: %w", sec.name, err))
+			break
+		}
+		s := &Section{Name: sec.name, Title: sec.title}
+		fmt.Fprintf(progress, "bench: %s ...", sec.name)
+		start := time.Now()
+		err := sec.run(b, ctx, s)
+		s.Seconds = time.Since(start).Seconds()
+		fmt.Fprintf(progress, " %.1fs\n", s.Seconds)
+		if err != nil {
+			s.Error = err.Error()
+			errs = append(errs, fmt.Errorf("%s: %w", sec.name, err))
+		}
+		rep.Sections = append(rep.Sections, s)
+	}
+	return rep, errors.Join(errs...)
+}
+
+// latencies summarises one set of timed round trips.
+type latencies struct {
+	n        int
+	p50, p99 time.Duration
+}
+
+// summarize sorts d in place and returns its p50 and p99 (nearest rank).
+func summarize(d []time.Duration) latencies {
+	if len(d) == 0 {
+		return latencies{}
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	rank := func(p float64) time.Duration {
+		i := int(float64(len(d))*p+0.999999) - 1
+		return d[max(0, min(i, len(d)-1))]
+	}
+	return latencies{n: len(d), p50: rank(0.50), p99: rank(0.99)}
+}
+
+// median sorts d in place and returns its middle value.
+func median(d []time.Duration) time.Duration {
+	return summarize(d).p50
+}
+
+// cause is the error a child process's failure is reported with: when the
+// run's context has ended, the process was killed for that reason, and
+// "signal: killed" would hide it.
+func cause(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return err
+}

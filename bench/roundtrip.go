@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/harnessd/harnessd/core/terminal"
+)
+
+// warmUp is how many round trips run before timing starts, so the shell,
+// the page cache and the Go runtime are in their steady state.
+const warmUp = 20
+
+// roundTrip is section 1: `true` through a warm terminal against a fresh
+// `bash -c true` per command, with a raw PTY echo as the floor.
+func (b *bench) roundTrip(ctx context.Context, s *Section) error {
+	warm, err := b.warmLatency(ctx)
+	if err != nil {
+		return err
+	}
+	bashC, err := bashCLatency(ctx, b.opts.n)
+	if err != nil {
+		return err
+	}
+	floor, err := ptyLatency(ctx, b.opts.n)
+	if err != nil {
+		return err
+	}
+	s.Notes = append(s.Notes,
+		fmt.Sprintf("warm: terminal.Run(Request{Command: \"true\"}) on one terminal, %d timed after %d untimed; wall clock around Run.", warm.n, warmUp),
+		fmt.Sprintf("bash -c: exec of a fresh `bash -c true` per command, %d times.", bashC.n),
+		fmt.Sprintf("raw PTY: a line written to `cat` on a bare PTY (echo off) and read back, %d times: the floor under any PTY design.", floor.n),
+	)
+	w50, w99 := warm.p50.Seconds(), warm.p99.Seconds()
+	s.Rows = append(s.Rows,
+		Row{
+			Name: "warm terminal p50", Figure: dur(warm.p50),
+			Baseline: labelled("raw PTY", dur(floor.p50)),
+			Ratio:    ratio(w50, floor.p50.Seconds()), RatioOf: "warm/pty",
+			Target: "< 200 µs", Status: passIf(warm.p50 < 200*time.Microsecond),
+		},
+		Row{
+			Name: "warm terminal p99", Figure: dur(warm.p99),
+			Baseline: labelled("raw PTY", dur(floor.p99)),
+			Ratio:    ratio(w99, floor.p99.Seconds()), RatioOf: "warm/pty",
+		},
+		Row{
+			Name: "vs bash -c true p50", Figure: dur(warm.p50),
+			Baseline: labelled("bash -c", dur(bashC.p50)),
+			Ratio:    ratio(bashC.p50.Seconds(), w50), RatioOf: "bash-c/warm",
+			Target: ">= 20x", Status: passIf(ratio(bashC.p50.Seconds(), w50) >= 20),
+		},
+		Row{
+			Name: "vs bash -c true p99", Figure: dur(warm.p99),
+			Baseline: labelled("bash -c", dur(bashC.p99)),
+			Ratio:    ratio(bashC.p99.Seconds(), w99), RatioOf: "bash-c/warm",
+		},
+	)
+	return nil
+}
+
+// warmLatency measures `true` through a warm terminal once per run; the
+// round-trip and tmux sections both compare against it.
+func (b *bench) warmLatency(ctx context.Context) (latencies, error) {
+	if b.warm != nil {
+		return *b.warm, nil
+	}
+	term, err := terminal.New(ctx, terminal.Options{Dir: b.tmp})
+	if err != nil {
+		return latencies{}, fmt.Errorf("warm terminal: %w", err)
+	}
+	defer term.Close()
+	lat := make([]time.Duration, 0, b.opts.n)
+	for i := range warmUp + b.opts.n {
+		t0 := time.Now()
+		res, err := term.Run(ctx, terminal.Request{Command: "true"}, io.Discard)
+		d := time.Since(t0)
+		if err != nil {
+			return latencies{}, fmt.Errorf("warm terminal: run %d: %w", i, err)
+		}
+		if res.ExitCode != 0 || res.Running || res.Rebuilt {
+			return latencies{}, fmt.Errorf("warm terminal: run %d: exit %d, running %v, rebuilt %v: %s", i, res.ExitCode, res.Running, res.Rebuilt, res.Note)
+		}
+		if i >= warmUp {
+			lat = append(lat, d)
+		}
+	}
+	l := summarize(lat)
+	b.warm = &l
+	return l, nil
+}
+
+// bashCLatency is the harness without a persistent shell: one process per
+// command.
+func bashCLatency(ctx context.Context, n int) (latencies, error) {
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		t0 := time.Now()
+		if err := exec.CommandContext(ctx, "bash", "-c", "true").Run(); err != nil {
+			return latencies{}, fmt.Errorf("bash -c true: run %d: %w", i, cause(ctx, err))
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return summarize(lat), nil
+}
+
+// ptyLatency is the floor: one line through the PTY line discipline to
+// `cat` and back, with nothing else in the way.
+func ptyLatency(ctx context.Context, n int) (latencies, error) {
+	master, slave, err := openPTY()
+	if err != nil {
+		return latencies{}, err
+	}
+	defer master.Close()
+	cmd := exec.Command("cat")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err = cmd.Start()
+	slave.Close()
+	if err != nil {
+		return latencies{}, fmt.Errorf("raw pty: start cat: %w", err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+
+	line := []byte("x\n")
+	buf := make([]byte, 4096)
+	lat := make([]time.Duration, 0, n)
+	for i := range warmUp + n {
+		if err := ctx.Err(); err != nil {
+			return latencies{}, fmt.Errorf("raw pty: %w", err)
+		}
+		t0 := time.Now()
+		if _, err := master.Write(line); err != nil {
+			return latencies{}, fmt.Errorf("raw pty: write: %w", err)
+		}
+		// Nothing else writes, so the echo is exactly the line; a guard
+		// against a stuck cat keeps a broken PTY from hanging the run.
+		if err := master.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			return latencies{}, fmt.Errorf("raw pty: %w", err)
+		}
+		got := 0
+		for got < len(line) {
+			m, err := master.Read(buf[got:])
+			if err != nil {
+				return latencies{}, fmt.Errorf("raw pty: read: %w", err)
+			}
+			got += m
+		}
+		d := time.Since(t0)
+		if !bytes.Equal(buf[:got], line) {
+			return latencies{}, fmt.Errorf("raw pty: read back %q, want %q", buf[:got], line)
+		}
+		if i >= warmUp {
+			lat = append(lat, d)
+		}
+	}
+	return summarize(lat), nil
+}
+
+// openPTY opens a PTY pair with the standard library alone: the master
+// through /dev/ptmx (pollable, so reads honour deadlines), the slave with
+// echo and output processing off, as the terminal configures its own.
+func openPTY() (master, slave *os.File, err error) {
+	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("raw pty: %w", err)
+	}
+	var ptn uint32
+	if err := ioctl(master, syscall.TIOCSPTLCK, unsafe.Pointer(new(int32))); err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	if err := ioctl(master, syscall.TIOCGPTN, unsafe.Pointer(&ptn)); err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	name := "/dev/pts/" + strconv.FormatUint(uint64(ptn), 10)
+	slave, err = os.OpenFile(name, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("raw pty: %w", err)
+	}
+	var t syscall.Termios
+	err = ioctl(slave, syscall.TCGETS, unsafe.Pointer(&t))
+	if err == nil {
+		t.Lflag &^= syscall.ECHO | syscall.ECHOE | syscall.ECHOK | syscall.ECHONL
+		t.Oflag &^= syscall.ONLCR
+		err = ioctl(slave, syscall.TCSETS, unsafe.Pointer(&t))
+	}
+	if err != nil {
+		slave.Close()
+		master.Close()
+		return nil, nil, err
+	}
+	return master, slave, nil
+}
+
+// ioctl runs one ioctl on f without taking f out of non-blocking mode
+// (File.Fd would).
+func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("raw pty: %w", err)
+	}
+	var errno syscall.Errno
+	if err := sc.Control(func(fd uintptr) {
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, req, uintptr(arg))
+	}); err != nil {
+		return fmt.Errorf("raw pty: %w", err)
+	}
+	if errno != 0 {
+		return &os.PathError{Op: "ioctl " + strconv.FormatUint(uint64(req), 16), Path: f.Name(), Err: errno}
+	}
+	return nil
+}
+
+// ptyDrain runs `bash -c script` with its output on a bare PTY (configured
+// as the terminal configures its own) and reads it all into a 32 KiB
+// buffer that is thrown away: the floor for anything that reads a program
+// through a PTY, since the program pays for writing to a terminal too.
+// It returns the bytes read and the time from start to the last byte.
+func ptyDrain(ctx context.Context, script string) (int64, time.Duration, error) {
+	master, slave, err := openPTY()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer master.Close()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Stdout, cmd.Stderr = slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
+	// The whole session, so no pipeline stage outlives bash holding the PTY.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	t0 := time.Now()
+	err = cmd.Start()
+	slave.Close()
+	if err != nil {
+		return 0, 0, fmt.Errorf("raw pty: start %q: %w", script, err)
+	}
+	var n int64
+	buf := make([]byte, 32<<10)
+	var rerr error
+	for {
+		m, err := master.Read(buf)
+		n += int64(m)
+		if err != nil {
+			// EIO: every holder of the slave side has gone, the end of output.
+			if !errors.Is(err, syscall.EIO) && !errors.Is(err, io.EOF) {
+				rerr = fmt.Errorf("raw pty: read: %w", err)
+			}
+			break
+		}
+	}
+	d := time.Since(t0)
+	if err := cmd.Wait(); err != nil {
+		return n, d, fmt.Errorf("raw pty: %q: %w", script, cause(ctx, err))
+	}
+	return n, d, rerr
+}

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/harnessd/harnessd/core/trim"
 )
 
 // Spilled outputs: the full text of a command's output, of which the model
@@ -281,16 +283,15 @@ func (o *Outputs) ReadLines(ctx context.Context, id string, from, to int) (Lines
 			skip -= counts[chunk]
 			chunk++
 		}
-		r := &chunkReader{c: c, prefix: prefix, chunk: uint32(chunk)}
-		if err := r.load(); err != nil {
-			return err
-		}
+		pr := trim.NewPageReader((&chunkReader{c: c, prefix: prefix, chunk: uint32(chunk)}).next)
 		for ; skip > 0; skip-- {
-			if !r.skipLine() {
+			if err := pr.SkipLine(); errors.Is(err, io.ErrUnexpectedEOF) {
 				return fmt.Errorf("%w: output %s: line %d not where its counts say", ErrCorrupt, id, from)
+			} else if err != nil {
+				return err
 			}
 		}
-		text, got, err := r.collect(to-from+1, MaxReadLines, MaxReadBytes)
+		text, got, err := pr.Collect(to-from+1, MaxReadLines, MaxReadBytes)
 		if err != nil {
 			return err
 		}
@@ -300,116 +301,28 @@ func (o *Outputs) ReadLines(ctx context.Context, id string, from, to int) (Lines
 	return lines, err
 }
 
-// chunkReader reads an output's bytes from a chunk on, within a read
-// transaction.
+// chunkReader reads an output's chunks in order from one on, within a read
+// transaction; it is a trim.PageReader's source.
 type chunkReader struct {
 	c      *bolt.Cursor
 	prefix []byte
 	chunk  uint32
-	data   []byte // what is left of the current chunk (mmapped)
-	eof    bool
+	loaded bool
 }
 
-// load makes data the current chunk's bytes, or sets eof.
-func (r *chunkReader) load() error {
+// next returns the next chunk's bytes (mmapped), or io.EOF after the last.
+func (r *chunkReader) next() ([]byte, error) {
+	if r.loaded {
+		r.chunk++
+	}
+	r.loaded = true
 	k, v := r.c.Seek(chunkKey(binary.BigEndian.Uint64(r.prefix), r.chunk))
 	if k == nil || !bytes.HasPrefix(k, r.prefix) {
-		r.eof, r.data = true, nil
-		return nil
+		return nil, io.EOF
 	}
 	_, w := binary.Uvarint(v)
 	if w <= 0 {
-		return fmt.Errorf("%w: output chunk header", ErrCorrupt)
+		return nil, fmt.Errorf("%w: output chunk header", ErrCorrupt)
 	}
-	r.data = v[w:]
-	return nil
-}
-
-// fill moves to the next chunk when the current one is used up; false at
-// the end of the output.
-func (r *chunkReader) fill() bool {
-	for len(r.data) == 0 && !r.eof {
-		r.chunk++
-		if err := r.load(); err != nil {
-			r.eof = true
-		}
-	}
-	return !r.eof
-}
-
-// skipLine skips to just after the next '\n'.
-func (r *chunkReader) skipLine() bool {
-	for r.fill() {
-		if i := bytes.IndexByte(r.data, '\n'); i >= 0 {
-			r.data = r.data[i+1:]
-			return true
-		}
-		r.data = nil
-	}
-	return false
-}
-
-// collect returns up to want lines (and at most maxLines lines and
-// maxBytes bytes), and how many it returned.
-func (r *chunkReader) collect(want, maxLines, maxBytes int) (string, int, error) {
-	var out []byte
-	got := 0
-	for got < want && got < maxLines {
-		start := len(out)
-		for {
-			if !r.fill() {
-				if len(out) > start {
-					got++ // a last line without '\n'
-				}
-				return string(out), got, nil
-			}
-			piece := r.data
-			i := bytes.IndexByte(piece, '\n')
-			if i >= 0 {
-				piece = piece[:i+1]
-			}
-			if len(out)+len(piece) > maxBytes {
-				if got > 0 {
-					return string(out[:start]), got, nil
-				}
-				out = append(out, piece[:maxBytes-len(out)]...)
-				out = dropPartialRune(out)
-				out = append(out, "… [line cut: first "+commas(int64(len(out)))+" bytes shown; the line is longer than one read returns]\n"...)
-				return string(out), 1, nil
-			}
-			out = append(out, piece...)
-			r.data = r.data[len(piece):]
-			if i >= 0 {
-				break
-			}
-		}
-		got++
-	}
-	return string(out), got, nil
-}
-
-// dropPartialRune cuts an incomplete UTF-8 sequence off the end of b.
-func dropPartialRune(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
-		if utf8.RuneStart(b[len(b)-i]) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			return b
-		}
-	}
-	return b
-}
-
-// commas writes n with thousands separators.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	var b []byte
-	for i, c := range []byte(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b = append(b, ',')
-		}
-		b = append(b, c)
-	}
-	return string(b)
+	return v[w:], nil
 }

@@ -368,12 +368,13 @@ func (s *FileStore) ReadLines(ctx context.Context, id string, from, to int) (Lin
 	}
 
 	sc := &lineScanner{ctx: ctx, r: data, pos: startOff, end: m.size, read: &s.bytesRead}
+	pr := NewPageReader(sc.next)
 	for line := startLine; line < int64(from); line++ {
-		if err := sc.skipLine(); err != nil {
+		if err := pr.SkipLine(); err != nil {
 			return Lines{}, fmt.Errorf("read output %s: %w", id, err)
 		}
 	}
-	text, got, err := sc.collect(to-from+1, MaxReadLines, MaxReadBytes)
+	text, got, err := pr.Collect(to-from+1, MaxReadLines, MaxReadBytes)
 	if err != nil {
 		return Lines{}, fmt.Errorf("read output %s: %w", id, err)
 	}
@@ -487,14 +488,14 @@ func countLines(ctx context.Context, r io.ReaderAt, off, end int64, read *atomic
 	var n int64
 	last := byte('\n')
 	for {
-		if err := sc.fill(); err == io.EOF {
+		p, err := sc.next()
+		if err == io.EOF {
 			break
 		} else if err != nil {
 			return 0, err
 		}
-		n += int64(bytes.Count(sc.data, []byte{'\n'}))
-		last = sc.data[len(sc.data)-1]
-		sc.data = nil
+		n += int64(bytes.Count(p, []byte{'\n'}))
+		last = p[len(p)-1]
 	}
 	if last != '\n' {
 		n++
@@ -510,7 +511,6 @@ type lineScanner struct {
 	pos  int64 // file offset after data
 	end  int64
 	buf  []byte
-	data []byte // unconsumed bytes of buf
 	read *atomic.Int64
 }
 
@@ -519,13 +519,13 @@ const (
 	scanMax   = 64 << 10
 )
 
-// fill reads the next chunk into data; io.EOF at end.
-func (sc *lineScanner) fill() error {
+// next reads the next chunk; io.EOF at end. It is a PageReader's source.
+func (sc *lineScanner) next() ([]byte, error) {
 	if err := sc.ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if sc.pos >= sc.end {
-		return io.EOF
+		return nil, io.EOF
 	}
 	switch {
 	case sc.buf == nil:
@@ -538,74 +538,10 @@ func (sc *lineScanner) fill() error {
 	sc.read.Add(int64(n))
 	if n == 0 {
 		if err == nil || err == io.EOF {
-			return io.ErrUnexpectedEOF // the file is shorter than its index says
+			return nil, io.ErrUnexpectedEOF // the file is shorter than its index says
 		}
-		return err
+		return nil, err
 	}
 	sc.pos += int64(n)
-	sc.data = sc.buf[:n]
-	return nil
-}
-
-// skipLine consumes one line.
-func (sc *lineScanner) skipLine() error {
-	for {
-		if len(sc.data) == 0 {
-			if err := sc.fill(); err == io.EOF {
-				return io.ErrUnexpectedEOF
-			} else if err != nil {
-				return err
-			}
-		}
-		if i := bytes.IndexByte(sc.data, '\n'); i >= 0 {
-			sc.data = sc.data[i+1:]
-			return nil
-		}
-		sc.data = nil
-	}
-}
-
-// collect returns up to want lines, at most maxLines and maxBytes, and how
-// many it returned. A first line longer than maxBytes is cut with a marker.
-func (sc *lineScanner) collect(want, maxLines, maxBytes int) (string, int, error) {
-	var out []byte
-	got := 0
-	for got < want && got < maxLines {
-		start := len(out)
-		for {
-			if len(sc.data) == 0 {
-				err := sc.fill()
-				if err == io.EOF {
-					if len(out) > start {
-						got++ // a last line without '\n'
-					}
-					return string(out), got, nil
-				}
-				if err != nil {
-					return "", 0, err
-				}
-			}
-			piece := sc.data
-			i := bytes.IndexByte(piece, '\n')
-			if i >= 0 {
-				piece = piece[:i+1]
-			}
-			if len(out)+len(piece) > maxBytes {
-				if got > 0 {
-					return string(out[:start]), got, nil
-				}
-				out = append(out, piece[:maxBytes-len(out)]...)
-				out = dropPartialRune(out)
-				out = append(out, "… [line cut: first "+commas(int64(len(out)))+" bytes shown; the line is longer than one read returns]\n"...)
-				return string(out), 1, nil
-			}
-			out = append(out, piece...)
-			sc.data = sc.data[len(piece):]
-			if i >= 0 {
-				break
-			}
-		}
-		got++
-	}
-	return string(out), got, nil
+	return sc.buf[:n], nil
 }

@@ -25,6 +25,9 @@ import (
 var benchDir string // shared fixtures, removed by TestMain
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(envChild); mode != "" {
+		storeChild(mode)
+	}
 	code := m.Run()
 	if replayFixture.s != nil {
 		replayFixture.s.Close()

@@ -31,13 +31,10 @@ const (
 	envSeed  = "HARNESSD_STORE_SEED"
 )
 
-// TestStoreChild is not a test: it is the body of the subprocess that
-// TestCrash kills and TestLockedByAnotherProcess locks out.
-func TestStoreChild(t *testing.T) {
-	mode := os.Getenv(envChild)
-	if mode == "" {
-		t.Skip("only run as a helper process")
-	}
+// storeChild is the body of the subprocess that TestCrash kills and
+// TestLockedByAnotherProcess locks out. TestMain calls it before any test
+// runs when the environment names a mode, so the child never runs tests.
+func storeChild(mode string) {
 	path := os.Getenv(envPath)
 	switch mode {
 	case "hold":
@@ -249,7 +246,7 @@ func TestCrash(t *testing.T) {
 // kills it; it returns the lines the child printed.
 func runAndKill(t *testing.T, exe, path string, seed uint64, rng *rand.Rand) []string {
 	t.Helper()
-	c := exec.Command(exe, "-test.run=^TestStoreChild$")
+	c := exec.Command(exe)
 	c.Env = append(os.Environ(), envChild+"=crash", envPath+"="+path, envSeed+"="+strconv.FormatUint(seed, 10))
 	out, err := c.StdoutPipe()
 	if err != nil {
@@ -393,7 +390,7 @@ func TestLockedByAnotherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "held.db")
-	c := exec.Command(exe, "-test.run=^TestStoreChild$")
+	c := exec.Command(exe)
 	c.Env = append(os.Environ(), envChild+"=hold", envPath+"="+path)
 	out, _ := c.StdoutPipe()
 	c.Stderr = os.Stderr

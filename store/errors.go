@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/harnessd/harnessd/core/trim"
 )
 
 // Errors opening and closing a store.
@@ -51,20 +53,21 @@ var (
 	ErrInvalidEvent = errors.New("store: invalid event")
 )
 
-// Errors about spilled outputs. They mirror trim's sentinels one for one, so
-// the adapter between the two is a table.
+// Errors about spilled outputs. Each wraps trim's sentinel for the same
+// case, so a caller of trim.OutputStore can test errors.Is(err,
+// trim.ErrNotFound) whichever store it has.
 var (
 	// ErrOutputNotFound is returned by ReadLines for a well-formed id the
 	// store does not hold.
-	ErrOutputNotFound = errors.New("store: output not found")
+	ErrOutputNotFound error = &outputError{"store: output not found", trim.ErrNotFound}
 
 	// ErrInvalidOutputID is returned by ReadLines for an id not of the form
 	// the store hands out.
-	ErrInvalidOutputID = errors.New("store: malformed output id")
+	ErrInvalidOutputID error = &outputError{"store: malformed output id", trim.ErrInvalidID}
 
 	// ErrLineRange is returned by ReadLines for a range that does not fit
 	// the output: from < 1, from past the last line, or to before from.
-	ErrLineRange = errors.New("store: line range out of bounds")
+	ErrLineRange error = &outputError{"store: line range out of bounds", trim.ErrRange}
 
 	// ErrOutputClosed is returned by a Write to a closed OutputWriter.
 	ErrOutputClosed = errors.New("store: write to closed output")
@@ -82,3 +85,13 @@ func (e *LockedError) Error() string {
 
 // Is makes errors.Is(err, ErrLocked) true.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// outputError is an output sentinel that also matches trim's sentinel for
+// the same case.
+type outputError struct {
+	msg  string
+	trim error
+}
+
+func (e *outputError) Error() string        { return e.msg }
+func (e *outputError) Is(target error) bool { return target == e.trim }

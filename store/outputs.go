@@ -34,28 +34,13 @@ const (
 // commit before Write waits: memory stays bounded, the writer stays busy.
 const maxInflight = 4
 
-// OutputWriter receives one full output. It has the shape of trim's.
-type OutputWriter interface {
-	io.Writer
-	// ID names the output for ReadLines.
-	ID() string
-	// Close stores what is buffered and waits for every chunk to be
-	// committed. It is idempotent.
-	Close() error
-}
-
-// Lines is a range of an output's lines, exactly as written, each with its
-// '\n' (the output's last line may have none). It has trim.Lines' fields.
-type Lines struct {
-	Text  string
-	From  int // first line in Text, 1-based
-	To    int // last line in Text; From-1 when Text is empty
-	Total int // lines in the whole output; a last line without '\n' counts
-}
-
-// Outputs is the store's place for spilled outputs. It has the method set
-// of trim.OutputStore, with this package's OutputWriter and Lines.
+// Outputs is the store's place for spilled outputs: a trim.OutputStore, so
+// a session spills full outputs straight into bbolt. Writers are closed
+// with Close, which stores what is buffered and waits for every chunk to
+// be committed (idempotent). Lines come back exactly as written.
 type Outputs struct{ s *Store }
+
+var _ trim.OutputStore = (*Outputs)(nil)
 
 // Outputs returns the store's output store.
 func (s *Store) Outputs() *Outputs { return &Outputs{s} }
@@ -63,7 +48,7 @@ func (s *Store) Outputs() *Outputs { return &Outputs{s} }
 // Create starts a new output of session. Nothing is written until the first
 // chunk is full or the writer is closed; an output closed with nothing
 // written exists, empty.
-func (o *Outputs) Create(ctx context.Context, session string) (OutputWriter, error) {
+func (o *Outputs) Create(ctx context.Context, session string) (trim.OutputWriter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -225,15 +210,15 @@ func (o *chunkOp) apply(w *wtx) error {
 //
 // Only committed chunks are read: an output still being written shows what
 // its writer has flushed so far.
-func (o *Outputs) ReadLines(ctx context.Context, id string, from, to int) (Lines, error) {
+func (o *Outputs) ReadLines(ctx context.Context, id string, from, to int) (trim.Lines, error) {
 	if err := ctx.Err(); err != nil {
-		return Lines{}, err
+		return trim.Lines{}, err
 	}
 	num, ok := parseOutputID(id)
 	if !ok {
-		return Lines{}, fmt.Errorf("read output %.40q: %w", id, ErrInvalidOutputID)
+		return trim.Lines{}, fmt.Errorf("read output %.40q: %w", id, ErrInvalidOutputID)
 	}
-	var lines Lines
+	var lines trim.Lines
 	err := o.s.view(func(tx *bolt.Tx) error {
 		session := tx.Bucket(bucketOutMeta).Get(u64key(num))
 		o.s.mu.RLock()
@@ -272,7 +257,7 @@ func (o *Outputs) ReadLines(ctx context.Context, id string, from, to int) (Lines
 		if to <= 0 || to > total {
 			to = total
 		}
-		lines = Lines{From: 1, To: 0, Total: total}
+		lines = trim.Lines{From: 1, To: 0, Total: total}
 		if total == 0 {
 			return nil
 		}
@@ -295,7 +280,7 @@ func (o *Outputs) ReadLines(ctx context.Context, id string, from, to int) (Lines
 		if err != nil {
 			return err
 		}
-		lines = Lines{Text: text, From: from, To: from + got - 1, Total: total}
+		lines = trim.Lines{Text: text, From: from, To: from + got - 1, Total: total}
 		return nil
 	})
 	return lines, err

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/harnessd/harnessd/core/trim"
 )
 
 // refLines is what ReadLines should return, computed the slow way.
-func refLines(content []byte, from, to int) Lines {
+func refLines(content []byte, from, to int) trim.Lines {
 	var lines []string
 	for rest := string(content); rest != ""; {
 		i := strings.IndexByte(rest, '\n')
@@ -27,7 +29,7 @@ func refLines(content []byte, from, to int) Lines {
 		to = total
 	}
 	if total == 0 {
-		return Lines{From: 1, To: 0, Total: 0}
+		return trim.Lines{From: 1, To: 0, Total: 0}
 	}
 	var b strings.Builder
 	got := 0
@@ -38,7 +40,7 @@ func refLines(content []byte, from, to int) Lines {
 		b.WriteString(l)
 		got++
 	}
-	return Lines{Text: b.String(), From: from, To: from + got - 1, Total: total}
+	return trim.Lines{Text: b.String(), From: from, To: from + got - 1, Total: total}
 }
 
 func writeOutput(t *testing.T, s *Store, session string, content []byte, rng *rand.Rand) string {
@@ -166,7 +168,7 @@ func TestOutputsErrors(t *testing.T) {
 	mustCreate(t, s, "s")
 	w, _ := s.Outputs().Create(ctx, "s")
 	w.Close()
-	if got, err := s.Outputs().ReadLines(ctx, w.ID(), 1, 0); err != nil || got != (Lines{From: 1, To: 0, Total: 0}) {
+	if got, err := s.Outputs().ReadLines(ctx, w.ID(), 1, 0); err != nil || got != (trim.Lines{From: 1, To: 0, Total: 0}) {
 		t.Fatalf("empty output: %+v, %v", got, err)
 	}
 	w2, _ := s.Outputs().Create(ctx, "s")

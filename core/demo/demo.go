@@ -111,7 +111,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 		cfg = *opts.Config
 	}
 	scfg := sessionConfig(cfg, dir)
-	scfg.Events, scfg.Outputs = bus, store.TrimOutputs(st)
+	scfg.Events, scfg.Outputs = bus, st.Outputs()
 	sess, err := session.New(ctx, id, scfg)
 	if err != nil {
 		return err
@@ -253,7 +253,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	}
 
 	if bigOutput != "" {
-		lines, err := store.TrimOutputs(st).ReadLines(ctx, bigOutput, 50000, 50002)
+		lines, err := st.Outputs().ReadLines(ctx, bigOutput, 50000, 50002)
 		if err != nil {
 			return fmt.Errorf("read back output %s: %w", bigOutput, err)
 		}

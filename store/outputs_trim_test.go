@@ -9,10 +9,10 @@ import (
 	"github.com/harnessd/harnessd/core/trim"
 )
 
-func TestTrimOutputsMapsErrors(t *testing.T) {
+func TestOutputErrorsMatchTrims(t *testing.T) {
 	s := openTest(t, nil)
 	mustCreate(t, s, "s1")
-	outs := TrimOutputs(s)
+	outs := s.Outputs()
 	ctx := context.Background()
 	w, err := outs.Create(ctx, "s1")
 	if err != nil {

@@ -89,14 +89,16 @@ func (s *scanner) scan(buf []byte) (scanEvent, promptMeta, int, error) {
 		if s.inMeta {
 			body := buf[pos+len(s.m.begin):]
 			i := bytes.Index(body, s.m.end)
+			// A body longer than maxMeta is not a prompt of ours: let the
+			// bytes through, minus the marker itself so the nonce never
+			// leaks. The same verdict whether the end marker has arrived
+			// or not, so it does not depend on how reads split the stream.
+			if i > maxMeta || i < 0 && len(body) > maxMeta+len(s.m.end) {
+				s.inMeta = false
+				pos += len(s.m.begin)
+				continue
+			}
 			if i < 0 {
-				if len(body) > maxMeta {
-					// Not a prompt of ours: let the bytes through, minus the
-					// marker itself so the nonce never leaks.
-					s.inMeta = false
-					pos += len(s.m.begin)
-					continue
-				}
 				return scanNone, promptMeta{}, pos, nil
 			}
 			s.inMeta = false

@@ -1,0 +1,71 @@
+package terminal
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+const fuzzNonce = "0123456789abcdef01234567"
+
+// scanAll runs the scanner over chunks the way the terminal does and
+// returns the output and a description of every event.
+func scanAll(t *testing.T, chunks [][]byte) (string, []string) {
+	var out bytes.Buffer
+	s := scanner{m: newMarkers(fuzzNonce), out: &out}
+	var evs []string
+	for _, c := range chunks {
+		for b := c; ; {
+			ev, meta, rest, err := s.feed(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev == scanNone {
+				break
+			}
+			evs = append(evs, fmt.Sprintf("%d@%d:%+v", ev, out.Len(), meta))
+			b = rest
+		}
+	}
+	return out.String(), evs
+}
+
+// FuzzScanner feeds arbitrary terminal bytes, with and without real
+// markers, split at a fuzzed point and every 7 bytes after: the scanner must
+// never panic, never let the nonce-carrying prefix through, and find the
+// same output and prompts however the reads split the stream.
+func FuzzScanner(f *testing.F) {
+	m := newMarkers(fuzzNonce)
+	prompt := string(m.begin) + `{"n":1,"exit_code":0,"pid":7,"cwd":"/tmp"}` + string(m.end)
+	f.Add([]byte("hello\n"+prompt), 3)
+	f.Add([]byte("a"+string(m.prefix)+"Z__b"+prompt+"after"), 20)
+	f.Add([]byte(string(m.begin)+"not json"+string(m.end)+"x"), 5)
+	f.Add([]byte("out"+string(m.ps2)+"more"), 9)
+	f.Add([]byte(string(m.begin)+strings.Repeat("{", maxMeta+10)+string(m.end)+prompt), 1000)
+	f.Add([]byte(string(m.prefix[:10])), 4)
+	f.Fuzz(func(t *testing.T, data []byte, cut int) {
+		whole, wholeEvs := scanAll(t, [][]byte{data})
+		if cut < 0 {
+			cut = -cut
+		}
+		if len(data) > 0 {
+			cut %= len(data) + 1
+		} else {
+			cut = 0
+		}
+		chunks := [][]byte{data[:cut]}
+		for rest := data[cut:]; len(rest) > 0; {
+			n := min(7, len(rest))
+			chunks = append(chunks, rest[:n])
+			rest = rest[n:]
+		}
+		split, splitEvs := scanAll(t, chunks)
+		if strings.Contains(whole, string(m.prefix)) || strings.Contains(split, string(m.prefix)) {
+			t.Fatalf("marker prefix leaked into output")
+		}
+		if whole != split || fmt.Sprint(wholeEvs) != fmt.Sprint(splitEvs) {
+			t.Fatalf("split at %d changed the result:\nwhole %q %v\nsplit %q %v", cut, whole, wholeEvs, split, splitEvs)
+		}
+	})
+}

@@ -1,4 +1,6 @@
-// Command harnessd gives AI coding agents a persistent, sandboxed shell.
+// Command harnessd gives AI coding agents a persistent shell on a real PTY,
+// with every action and observation recorded in a bbolt event store. (The
+// sandbox is not built yet: the shell runs on the host.)
 //
 // Usage:
 //

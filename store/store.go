@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,20 @@ type Options struct {
 	// (a replay, a compaction) never makes a commit wait for a remap.
 	// Default 1 GiB of address space (not memory).
 	InitialMmapSize int
+
+	// SyncEvery, when positive, is batch durability: a commit returns
+	// without waiting for the disk (bbolt's NoSync), and the file is
+	// fsynced this often instead. A daemon crash loses nothing (every
+	// commit is in the page cache, in order); a power failure or kernel
+	// crash can lose the commits of the last SyncEvery, and, as bbolt
+	// warns of NoSync, may leave the file failing Verify. Zero (the
+	// default) syncs every commit: strict durability.
+	SyncEvery time.Duration
+
+	// OnCommit, if set, is told how long each commit took (including its
+	// sync, in strict mode) and how many operations it carried. It is
+	// called on the writer goroutine and must not block.
+	OnCommit func(d time.Duration, ops int)
 }
 
 // Defaults for Options.
@@ -95,6 +110,7 @@ type Store struct {
 	nextOut atomic.Uint64 // next output number to hand out
 
 	commits atomic.Uint64 // successful commits, for benchmarks and tests
+	synced  chan struct{} // closed when the batch-mode syncer has stopped; nil in strict mode
 
 	w writerState // owned by the writer goroutine
 }
@@ -120,6 +136,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		Timeout:         o.Timeout,
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: o.InitialMmapSize,
+		NoSync:          o.SyncEvery > 0,
 	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
@@ -143,6 +160,10 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go s.writer()
+	if o.SyncEvery > 0 {
+		s.synced = make(chan struct{})
+		go s.syncer(o.SyncEvery)
+	}
 	return s, nil
 }
 
@@ -279,10 +300,40 @@ func (s *Store) Close() error {
 	}
 	close(s.quit)
 	<-s.stopped
+	if s.synced != nil {
+		<-s.synced
+		if err := s.db.Sync(); err != nil {
+			s.db.Close()
+			return fmt.Errorf("close store %s: sync: %w", s.path, err)
+		}
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// syncer is batch durability's clock: it fsyncs the file every interval
+// while commits happen, and stops when the store closes (Close syncs once
+// more after it).
+func (s *Store) syncer(every time.Duration) {
+	defer close(s.synced)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := s.commits.Load()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		if n := s.commits.Load(); n != last {
+			last = n
+			if err := s.db.Sync(); err != nil {
+				slog.Warn("store sync failed", "path", s.path, "err", err)
+			}
+		}
+	}
 }
 
 // Verify checks the file: bbolt's own consistency check of every page, and

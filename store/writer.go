@@ -195,6 +195,7 @@ func (s *Store) commit(batch []op) {
 		shadow:  make(map[string]*sessState),
 		arena:   s.w.arena[:0],
 	}
+	begin := time.Now()
 	results := s.w.results[:0]
 	for range batch {
 		results = append(results, nil)
@@ -245,6 +246,9 @@ func (s *Store) commit(batch []op) {
 	}
 
 	s.commits.Add(1)
+	if s.opts.OnCommit != nil {
+		s.opts.OnCommit(time.Since(begin), len(batch))
+	}
 	// Publish before reporting, so a caller's next read sees its write.
 	s.mu.Lock()
 	for id, st := range w.shadow {

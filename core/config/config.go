@@ -15,7 +15,85 @@ type Config struct {
 	Terminal Terminal `toml:"terminal"`
 	Trim     Trim     `toml:"trim"`
 	Store    Store    `toml:"store"`
+	Daemon   Daemon   `toml:"daemon"`
+	Sandbox  Sandbox  `toml:"sandbox"`
 }
+
+// Daemon is the [daemon] table: harnessd serve's socket, who may use it,
+// and how it stops.
+type Daemon struct {
+	// Socket is the unix socket the API listens on. "" means
+	// $XDG_RUNTIME_DIR/harnessd.sock, or /run/harnessd/harnessd.sock as
+	// root or when $XDG_RUNTIME_DIR is unset.
+	Socket string `toml:"socket"`
+
+	// DataDir holds the store (when store.path is "") and the sessions'
+	// workspaces. "" means $XDG_DATA_HOME/harnessd (~/.local/share/harnessd),
+	// or /var/lib/harnessd as root.
+	DataDir string `toml:"data_dir"`
+
+	// AllowUIDs and AllowGIDs are the peers, besides root and the
+	// daemon's own user, whose connections are served; the socket's mode
+	// (0660) is the first gate, these are the second.
+	AllowUIDs []int `toml:"allow_uids"`
+	AllowGIDs []int `toml:"allow_gids"`
+
+	// MaxBody is the largest request body accepted, in bytes.
+	MaxBody int `toml:"max_body"`
+
+	// MaxSessions caps the sessions live at once.
+	MaxSessions int `toml:"max_sessions"`
+
+	// ShutdownGrace is how long running commands may go on after SIGTERM
+	// before they are interrupted.
+	ShutdownGrace Duration `toml:"shutdown_grace"`
+}
+
+// Sandbox is the [sandbox] table: where each session's shell runs.
+type Sandbox struct {
+	// Driver is "native" (Linux namespaces) or "none" (on the host, no
+	// isolation: only for trusted use, and logged loudly).
+	Driver string `toml:"driver"`
+
+	// Network is "none" (loopback only), "proxy" (HTTP/HTTPS through the
+	// daemon's filtering proxy) or "host".
+	Network string `toml:"network"`
+
+	// Image is a directory to use as the sandbox's root filesystem; ""
+	// means read-only binds of the host's system directories.
+	Image string `toml:"image"`
+
+	// Protected are paths inside the workspace bound read-only.
+	Protected []string `toml:"protected"`
+
+	MemoryMB  int `toml:"memory_mb"`  // memory limit per session, MiB; 0 = none
+	Pids      int `toml:"pids"`       // process limit per session; 0 = none
+	CPUWeight int `toml:"cpu_weight"` // CPU share, 1..10000 (100 = an even share)
+	TmpMB     int `toml:"tmp_mb"`     // size of the private /tmp, MiB
+
+	// PoolSize is how many ready sandboxes are kept waiting for new
+	// sessions; 0 turns the pool off.
+	PoolSize int `toml:"pool_size"`
+
+	Proxy Proxy `toml:"proxy"`
+}
+
+// Proxy is the [sandbox.proxy] table: what network = "proxy" lets out.
+type Proxy struct {
+	Allow []string `toml:"allow"` // domains reachable ("example.com", "*.example.com")
+	Deny  []string `toml:"deny"`  // domains refused even if allowed
+	Ports []int    `toml:"ports"` // destination ports allowed
+}
+
+// Values of Sandbox.Driver and Sandbox.Network.
+const (
+	DriverNative = "native"
+	DriverNone   = "none"
+
+	NetworkNone  = "none"
+	NetworkProxy = "proxy"
+	NetworkHost  = "host"
+)
 
 // Terminal is the [terminal] table: the persistent shell of each session.
 type Terminal struct {
@@ -90,6 +168,10 @@ const (
 	MaxLines   = 10000   // largest Head, Tail or MaxKeep
 	MinLineCap = 80      // smallest LineCap: a cut line should still say something
 	MaxLineCap = 1 << 20 // largest LineCap
+
+	// MaxSocketPath is the longest daemon.socket: sun_path holds 108
+	// bytes with the terminating NUL.
+	MaxSocketPath = 107
 )
 
 // maxFileSize bounds what Load reads, so that a path to something endless
@@ -119,6 +201,31 @@ func Default() Config {
 		Store: Store{
 			Path:       "",
 			Durability: DurabilityStrict,
+		},
+		Daemon: Daemon{
+			Socket:        "",
+			DataDir:       "",
+			AllowUIDs:     []int{},
+			AllowGIDs:     []int{},
+			MaxBody:       1 << 20,
+			MaxSessions:   1000,
+			ShutdownGrace: Duration{10 * time.Second},
+		},
+		Sandbox: Sandbox{
+			Driver:    DriverNative,
+			Network:   NetworkNone,
+			Image:     "",
+			Protected: []string{".git/hooks", ".git/config", ".harness"},
+			MemoryMB:  2048,
+			Pids:      512,
+			CPUWeight: 100,
+			TmpMB:     512,
+			PoolSize:  2,
+			Proxy: Proxy{
+				Allow: []string{},
+				Deny:  []string{},
+				Ports: []int{80, 443},
+			},
 		},
 	}
 }
@@ -183,6 +290,8 @@ const (
 	EnvHardTimeout = "HARNESSD_HARD_TIMEOUT" // terminal.hard_timeout
 	EnvStore       = "HARNESSD_STORE"        // store.path
 	EnvDurability  = "HARNESSD_DURABILITY"   // store.durability
+	EnvSocket      = "HARNESSD_SOCKET"       // daemon.socket
+	EnvData        = "HARNESSD_DATA"         // daemon.data_dir
 )
 
 // envVars maps each variable ApplyEnv reads to its key and how to set it.
@@ -198,11 +307,14 @@ var envVars = []struct {
 	}},
 	{EnvStore, "store.path", func(c *Config, v string) error { c.Store.Path = v; return nil }},
 	{EnvDurability, "store.durability", func(c *Config, v string) error { c.Store.Durability = v; return nil }},
+	{EnvSocket, "daemon.socket", func(c *Config, v string) error { c.Daemon.Socket = v; return nil }},
+	{EnvData, "daemon.data_dir", func(c *Config, v string) error { c.Daemon.DataDir = v; return nil }},
 }
 
 // ApplyEnv overrides settings from the environment: HARNESSD_SOFT_TIMEOUT,
 // HARNESSD_HARD_TIMEOUT (durations such as "10s"), HARNESSD_STORE (the
-// store path) and HARNESSD_DURABILITY ("strict" or "batch"). A variable
+// store path), HARNESSD_DURABILITY ("strict" or "batch"), HARNESSD_SOCKET
+// (daemon.socket) and HARNESSD_DATA (daemon.data_dir). A variable
 // that is unset or empty changes nothing. getenv is usually os.Getenv;
 // nil means os.Getenv.
 //

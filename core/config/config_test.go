@@ -49,8 +49,8 @@ func TestDefaultFileHasEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := settings(reflect.TypeFor[Config](), nil)
-	if len(keys) != 14 {
-		t.Errorf("Config has %d settings, this test expects 14: check the list below still means something", len(keys))
+	if len(keys) != 33 {
+		t.Errorf("Config has %d settings, this test expects 33: check the list below still means something", len(keys))
 	}
 	lines := strings.Split(string(data), "\n")
 	at := keyLines(string(data))
@@ -131,8 +131,10 @@ durability = "batch"
 			Rows:        24,
 			Env:         map[string]string{"GOFLAGS": "-mod=mod", "odd name": "x"},
 		},
-		Trim:  Trim{Head: 0, Tail: 5, MaxKeep: 0, Keywords: []string{}, LineCap: 80},
-		Store: Store{Path: "/tmp/h.db", Durability: DurabilityBatch},
+		Trim:    Trim{Head: 0, Tail: 5, MaxKeep: 0, Keywords: []string{}, LineCap: 80},
+		Store:   Store{Path: "/tmp/h.db", Durability: DurabilityBatch},
+		Daemon:  Default().Daemon,
+		Sandbox: Default().Sandbox,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)

@@ -178,6 +178,26 @@ func (d *decoder) set(f reflect.Value, path toml.Key) {
 			out.Index(i).SetString(s)
 		}
 		f.Set(out)
+	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Int:
+		arr, ok := val.([]any)
+		if !ok {
+			d.fail(path, ErrType, "must be an array of integers, got %s", describe(val))
+			return
+		}
+		out := reflect.MakeSlice(f.Type(), len(arr), len(arr))
+		for i, e := range arr {
+			n, ok := e.(int64)
+			if !ok {
+				d.fail(path, ErrType, "must be an array of integers, got %s as element %d", describe(e), i+1)
+				return
+			}
+			if n < math.MinInt32 || n > math.MaxInt32 {
+				d.fail(path, ErrInvalid, "element %d (%d) is out of range", i+1, n)
+				return
+			}
+			out.Index(i).SetInt(n)
+		}
+		f.Set(out)
 	default:
 		// Only reachable by adding a field of a new type to Config; the
 		// tests decode every field.

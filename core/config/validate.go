@@ -102,7 +102,83 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 	if s.Durability != DurabilityStrict && s.Durability != DurabilityBatch {
 		bad("store.durability", "must be %q or %q, got %s", DurabilityStrict, DurabilityBatch, quote(s.Durability))
 	}
+
+	dm := &c.Daemon
+	for _, p := range []struct{ key, v string }{{"daemon.socket", dm.Socket}, {"daemon.data_dir", dm.DataDir}, {"sandbox.image", c.Sandbox.Image}} {
+		if strings.IndexByte(p.v, 0) >= 0 {
+			bad(p.key, "must not contain NUL")
+		}
+	}
+	if len(dm.Socket) > MaxSocketPath {
+		bad("daemon.socket", "is %d bytes; a unix socket path must be at most %d", len(dm.Socket), MaxSocketPath)
+	}
+	ids := func(key string, v []int) {
+		for i, id := range v {
+			if id < 0 {
+				bad(key, "element %d (%d) must be >= 0", i+1, id)
+			}
+		}
+	}
+	ids("daemon.allow_uids", dm.AllowUIDs)
+	ids("daemon.allow_gids", dm.AllowGIDs)
+	bounded("daemon.max_body", dm.MaxBody, 1024, 1<<30)
+	bounded("daemon.max_sessions", dm.MaxSessions, 1, 100000)
+	positive("daemon.shutdown_grace", dm.ShutdownGrace)
+
+	sb := &c.Sandbox
+	if sb.Driver != DriverNative && sb.Driver != DriverNone {
+		bad("sandbox.driver", "must be %q or %q, got %s", DriverNative, DriverNone, quote(sb.Driver))
+	}
+	switch sb.Network {
+	case NetworkNone, NetworkProxy, NetworkHost:
+	default:
+		bad("sandbox.network", "must be %q, %q or %q, got %s", NetworkNone, NetworkProxy, NetworkHost, quote(sb.Network))
+	}
+	for i, p := range sb.Protected {
+		switch {
+		case p == "" || strings.IndexByte(p, 0) >= 0:
+			bad("sandbox.protected", "path %d of %d is empty or contains NUL", i+1, len(sb.Protected))
+		case strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), ".."):
+			bad("sandbox.protected", "path %d of %d (%s) must be relative to the workspace, without ..", i+1, len(sb.Protected), quote(p))
+		}
+	}
+	bounded("sandbox.memory_mb", sb.MemoryMB, 0, 1<<24)
+	bounded("sandbox.pids", sb.Pids, 0, 1<<22)
+	bounded("sandbox.cpu_weight", sb.CPUWeight, 1, 10000)
+	bounded("sandbox.tmp_mb", sb.TmpMB, 1, 1<<24)
+	bounded("sandbox.pool_size", sb.PoolSize, 0, 1000)
+	for _, l := range []struct {
+		key string
+		v   []string
+	}{{"sandbox.proxy.allow", sb.Proxy.Allow}, {"sandbox.proxy.deny", sb.Proxy.Deny}} {
+		for i, d := range l.v {
+			if !validDomainPattern(d) {
+				bad(l.key, "entry %d of %d (%s) is not a domain or *.domain", i+1, len(l.v), quote(d))
+			}
+		}
+	}
+	for i, p := range sb.Proxy.Ports {
+		if p < 1 || p > 65535 {
+			bad("sandbox.proxy.ports", "port %d of %d (%d) must be between 1 and 65535", i+1, len(sb.Proxy.Ports), p)
+		}
+	}
 	return errs
+}
+
+// validDomainPattern accepts "example.com" and "*.example.com": letters,
+// digits, '-' and '.', with an optional leading "*.".
+func validDomainPattern(p string) bool {
+	p = strings.TrimPrefix(p, "*.")
+	if p == "" || len(p) > 253 || strings.HasPrefix(p, ".") || strings.Contains(p, "..") {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // quote returns s as a Go string literal, shortened to a readable length.

@@ -1,78 +1,61 @@
-// Package demo is harnessd's scripted walkthrough: a canned agent sends a
-// handful of replies through the real parser, a real terminal and the
-// trimmer, and every action and observation is printed as it happens. Each
-// act checks what it shows, so the demo fails loudly if a pillar breaks.
+// Package demo is harnessd's scripted walkthrough, run the way a real
+// client runs: it starts a daemon on a temporary socket, creates a session
+// over the API, sends a canned agent's replies through the daemon's parser
+// into the session's shell, and prints every event from the API's event
+// stream as it arrives. Each act checks what it shows, so the demo fails
+// loudly if a pillar breaks. At the end the daemon is shut down as SIGTERM
+// would, and the store is reopened to check that its history matches the
+// live stream byte for byte.
 package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
+	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
-	"github.com/harnessd/harnessd/core/parse"
-	"github.com/harnessd/harnessd/core/session"
-	"github.com/harnessd/harnessd/core/terminal"
-	"github.com/harnessd/harnessd/core/trim"
+	"github.com/harnessd/harnessd/core/serve"
 	"github.com/harnessd/harnessd/store"
 )
 
 // Options configures a demo run. The zero value is the README's demo.
 type Options struct {
-	// Dir is where the demo keeps its workspace and outputs; default a new
-	// temporary directory, kept so the store can be inspected afterwards.
+	// Dir is where the demo keeps its socket, store and workspace; default
+	// a new temporary directory, kept so the store can be inspected
+	// afterwards.
 	Dir string
-	// Config supplies the terminal and trim settings; the zero value means
-	// config.Default().
+	// Config supplies the daemon's settings; the zero value means
+	// config.Default(). Its socket, data directory and store path are
+	// replaced by ones in Dir.
 	Config *config.Config
-}
-
-// sessionConfig turns the file's settings into a session's.
-func sessionConfig(c config.Config, dir string) session.Config {
-	env := make([]string, 0, len(c.Terminal.Env))
-	for k, v := range c.Terminal.Env {
-		env = append(env, k+"="+v)
-	}
-	sort.Strings(env)
-	return session.Config{
-		Terminal: terminal.Options{
-			Shell:       c.Terminal.Shell,
-			Dir:         dir,
-			Env:         env,
-			SoftTimeout: c.Terminal.SoftTimeout.Duration,
-			HardTimeout: c.Terminal.HardTimeout.Duration,
-			KillGrace:   c.Terminal.KillGrace.Duration,
-			Cols:        c.Terminal.Cols,
-			Rows:        c.Terminal.Rows,
-		},
-		Trim: trim.Config{
-			Head:     c.Trim.Head,
-			Tail:     c.Trim.Tail,
-			MaxKeep:  c.Trim.MaxKeep,
-			Keywords: c.Trim.Keywords,
-			LineCap:  c.Trim.LineCap,
-		},
-	}
+	// Logger receives the daemon's log; default: discarded, so the
+	// transcript stays readable.
+	Logger *slog.Logger
 }
 
 // act is one step of the script: what the model says and what must be true
 // of the outcome.
 type act struct {
 	title   string
-	replies []string                    // model replies, in order (a malformed one, then its fix)
-	want    string                      // what the act shows, printed when it holds
-	ok      func(o session.Result) bool // whether it holds
-	timeout time.Duration
+	replies []daemon.Reply               // model replies, in order (a malformed one, then its fix)
+	want    string                       // what the act shows, printed when it holds
+	ok      func(o event.CmdOutput) bool // whether it holds
 }
 
+func text(s string) daemon.Reply { return daemon.Reply{Text: s} }
+
 // Run plays the script and writes a readable transcript to w: every event
-// as the bus delivers it, after the store has committed it.
+// as the daemon's event stream delivers it, after the store has committed
+// it.
 func Run(ctx context.Context, w io.Writer, opts Options) error {
 	dir := opts.Dir
 	if dir == "" {
@@ -82,113 +65,141 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 		}
 		dir = d
 	}
-	ws := filepath.Join(dir, "workspace")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return err
-	}
-	dbPath := filepath.Join(dir, "harnessd.db")
-	st, err := store.Open(dbPath, nil)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	bus := event.NewBus(st, nil)
-	defer bus.Close()
-	const id = "demo"
-	if _, err := st.CreateSession(ctx, store.Session{ID: id, Labels: map[string]string{"agent": "scripted"}}); err != nil {
-		return err
-	}
-	subCtx, stopSub := context.WithCancel(ctx)
-	defer stopSub()
-	events, subErrs := bus.Subscribe(subCtx, id, 0)
-
-	p := &printer{w: w, events: events, errs: subErrs}
-	p.f("== harnessd demo: a persistent bash on a real PTY, every event committed to bbolt ==\n")
-	p.f("[harness] store %s\n", dbPath)
-
 	cfg := config.Default()
 	if opts.Config != nil {
 		cfg = *opts.Config
 	}
-	scfg := sessionConfig(cfg, dir)
-	scfg.Events, scfg.Outputs = bus, st.Outputs()
-	sess, err := session.New(ctx, id, scfg)
+	cfg.Daemon.Socket = filepath.Join(dir, "harnessd.sock")
+	cfg.Daemon.DataDir = dir
+	cfg.Store.Path = filepath.Join(dir, "harnessd.db")
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+
+	// The daemon, as `harnessd serve` runs it, until stopDaemon.
+	daemonCtx, stopDaemon := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDaemon()
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- serve.Run(daemonCtx, serve.Options{Config: cfg, Logger: log, Ready: func(s string) { ready <- s }})
+	}()
+	var socket string
+	select {
+	case socket = <-ready:
+	case err := <-served:
+		return fmt.Errorf("daemon did not start: %w", err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	daemonDone := false
+	defer func() {
+		if !daemonDone {
+			stopDaemon()
+			<-served
+		}
+	}()
+
+	p := &printer{w: w}
+	p.f("== harnessd demo: a daemon on a temporary socket, one session driven through its API ==\n")
+	p.f("[harness] daemon pid %d serving %s; store %s (durability %s)\n", os.Getpid(), socket, cfg.Store.Path, cfg.Store.Durability)
+
+	cl := api.NewClient(socket)
+	defer cl.Close()
+	const id = "demo"
+	info, err := cl.CreateSession(ctx, daemon.CreateRequest{ID: id, Labels: map[string]string{"agent": "scripted"}})
 	if err != nil {
 		return err
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			sess.Close(context.WithoutCancel(ctx), "demo aborted")
-		}
+	ws := info.Workspace
+	p.f("[harness] POST /v1/sessions -> session %q, shell pid %d, workspace %s\n", info.ID, info.PID, ws)
+	p.f("[harness] GET /v1/sessions/%s/events?follow=true: every event below arrives on that stream\n", id)
+
+	// Follow the session's events over the API, as a client would.
+	events := make(chan event.Event, 64)
+	followed := make(chan error, 1)
+	go func() {
+		defer close(events)
+		followed <- cl.Events(ctx, id, 0, true, func(ev event.Event) error {
+			events <- ev
+			return nil
+		})
 	}()
-	pid := sess.PID()
-	p.f("[harness] shell pid=%d, workspace %s; every command below goes to this same shell\n", pid, ws)
+	p.events, p.errs = events, followed
 	if err := p.until(1); err != nil {
 		return err
 	}
+	cwd := func(o event.CmdOutput) string { return o.Cwd }
+	var pid int // the shell's, from the first observation
+	var shellPID string
 
 	acts := []act{
 		{
 			title:   "Act 1 · create a workspace and export a variable",
-			replies: []string{"I'll set things up.\n```bash\nmkdir -p " + ws + " && cd " + ws + " && export ENV_KEY=harnessd && echo READY\n```"},
-			want:    "exit 0, cwd " + ws + ", output READY",
-			ok: func(o session.Result) bool {
-				return o.Output.ExitCode == 0 && o.Output.Cwd == ws && o.Output.Output == "READY\n"
+			replies: []daemon.Reply{text("I'll set things up.\n```bash\nmkdir -p project && cd project && export ENV_KEY=harnessd && echo READY\n```")},
+			want:    "exit 0, cwd <workspace>/project, output READY",
+			ok: func(o event.CmdOutput) bool {
+				pid = o.PID
+				return o.ExitCode == 0 && strings.HasSuffix(cwd(o), "/project") && o.Output == "READY\n"
 			},
 		},
 		{
 			title:   "Act 2 · the next command sees the same directory and variable",
-			replies: []string{"```bash\npwd && echo \"ENV_KEY=$ENV_KEY\"\n```"},
-			want:    fmt.Sprintf("cwd and ENV_KEY inherited by the same shell (pid %d)", pid),
-			ok: func(o session.Result) bool {
-				return o.Output.Output == ws+"\nENV_KEY=harnessd\n" && o.Output.PID == pid
+			replies: []daemon.Reply{text("```bash\npwd && echo \"ENV_KEY=$ENV_KEY\" && echo \"shell=$$\"\n```")},
+			want:    "cwd and ENV_KEY inherited by the same shell",
+			ok: func(o event.CmdOutput) bool {
+				lines := strings.Split(o.Output, "\n")
+				if len(lines) < 3 {
+					return false
+				}
+				shellPID = lines[2]
+				return strings.HasSuffix(lines[0], "/project") && lines[1] == "ENV_KEY=harnessd" && o.PID == pid
 			},
 		},
 		{
 			title:   "Act 3 · `false` reports its exit code",
-			replies: []string{"```sh\nfalse\n```"},
+			replies: []daemon.Reply{text("```sh\nfalse\n```")},
 			want:    "exit code 1",
-			ok:      func(o session.Result) bool { return o.Output.ExitCode == 1 },
+			ok:      func(o event.CmdOutput) bool { return o.ExitCode == 1 },
 		},
 		{
 			title: "Act 4 · 100,001 lines of log with a Traceback in the middle",
-			replies: []string{"```bash\nfor i in $(seq 1 100000); do echo \"log line $i\"; " +
-				"if [ \"$i\" = 50000 ]; then echo 'Traceback (most recent call last): simulated failure'; fi; done\n```"},
+			replies: []daemon.Reply{text("```bash\nfor i in $(seq 1 100000); do echo \"log line $i\"; " +
+				"if [ \"$i\" = 50000 ]; then echo 'Traceback (most recent call last): simulated failure'; fi; done\n```")},
 			want: "100,001 lines trimmed to head + tail + the Traceback line, with exact counts",
-			ok: func(o session.Result) bool {
-				t := o.Trim
-				return t.LinesTotal == 100001 && t.Trimmed && t.KeptKeyword == 1 &&
-					strings.Contains(o.Output.Output, "Traceback (most recent call last)") &&
-					strings.HasPrefix(o.Output.Output, "log line 1\n") && strings.HasSuffix(o.Output.Output, "log line 100000\n")
+			ok: func(o event.CmdOutput) bool {
+				t := o.Trimmed
+				return t != nil && t.LinesTotal == 100001 && t.OutputID != "" &&
+					strings.Contains(o.Output, "Traceback (most recent call last)") &&
+					strings.HasPrefix(o.Output, "log line 1\n") && strings.HasSuffix(o.Output, "log line 100000\n")
 			},
 		},
 		{
 			title: "Act 5 · a malformed reply becomes an observation the model corrects",
-			replies: []string{
-				"Okay, let me check the environment:\n```bash\nls -la " + ws,
-				"Sorry, the fence was not closed. Resending:\n```bash\nls -la " + ws + " | head -3\n```",
+			replies: []daemon.Reply{
+				text("Okay, let me check the environment:\n```bash\nls -la"),
+				text("Sorry, the fence was not closed. Resending:\n```bash\nls -la | head -3\n```"),
 			},
 			want: "invalid_action first, then the corrected command ran",
-			ok: func(o session.Result) bool {
-				return o.Output.ExitCode == 0 && strings.HasPrefix(o.Output.Output, "total")
+			ok: func(o event.CmdOutput) bool {
+				return o.ExitCode == 0 && strings.HasPrefix(o.Output, "total")
 			},
 		},
 		{
-			title:   "Act 6 · `sleep 5` under a 300 ms hard timeout is interrupted; the shell survives",
-			replies: []string{"```bash\nsleep 5\n```"},
-			timeout: 300 * time.Millisecond,
-			want:    fmt.Sprintf("timed out and interrupted; same shell pid %d", pid),
-			ok: func(o session.Result) bool {
-				return o.Output.TimedOut && !o.Output.ShellRebuilt && o.Output.PID == pid && o.Output.DurationMS < 3000
+			title:   "Act 6 · `sleep 5` under a 0.3 s hard timeout (a tool call) is interrupted; the shell survives",
+			replies: []daemon.Reply{{Tool: "execute_bash", Arguments: []byte(`{"command": "sleep 5", "timeout": 0.3}`)}},
+			want:    "timed out and interrupted; same shell",
+			ok: func(o event.CmdOutput) bool {
+				return o.TimedOut && !o.ShellRebuilt && o.PID == pid && o.DurationMS < 3000
 			},
 		},
 		{
 			title:   "Act 7 · the shell is still the same one",
-			replies: []string{"```bash\necho \"pid=$$ cwd=$PWD\"\n```"},
-			want:    fmt.Sprintf("same pid %d and cwd after all of the above", pid),
-			ok: func(o session.Result) bool {
-				return o.Output.Output == fmt.Sprintf("pid=%d cwd=%s\n", pid, ws)
+			replies: []daemon.Reply{text("```bash\necho \"shell=$$ cwd=$PWD\"\n```")},
+			want:    "same shell and cwd after all of the above",
+			ok: func(o event.CmdOutput) bool {
+				return strings.HasPrefix(o.Output, shellPID+" cwd=") && strings.HasSuffix(strings.TrimSpace(o.Output), "/project") && o.PID == pid
 			},
 		},
 	}
@@ -197,74 +208,92 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	var bigOutput string
 	for _, a := range acts {
 		p.f("\n──────── %s ────────\n", a.title)
-		var last session.Result
-		ran := false
+		var last *event.CmdOutput
 		for _, reply := range a.replies {
-			p.f("  [model]   %s\n", oneLine(reply, 100))
-			var ev event.Event
-			switch act := parse.Text(reply).(type) {
-			case parse.Malformed:
-				ev, err = sess.Record(ctx, event.SourceRuntime, 0, event.InvalidAction{Reason: act.Reason, Guidance: act.Guidance})
-			case parse.RunBash:
-				timeout := a.timeout
-				if act.Timeout > 0 {
-					timeout = act.Timeout
-				}
-				last, err = sess.Run(ctx, event.SourceAgent, event.CmdRun{Command: act.Command, IsInput: act.IsInput, TimeoutS: timeout.Seconds(), Reset: act.Reset})
-				ev, ran = last.Observation, true
-				if t := last.Output.Trimmed; t != nil && t.LinesTotal > 100000 {
-					bigOutput = t.OutputID
-				}
-			case parse.Message:
-				ev, err = sess.Record(ctx, event.SourceAgent, 0, event.Message{Text: act.Text})
-			case parse.Finish:
-				ev, err = sess.Record(ctx, event.SourceAgent, 0, event.Finish{Message: act.Message})
+			shown := reply.Text
+			if reply.Tool != "" {
+				shown = reply.Tool + string(reply.Arguments)
 			}
+			p.f("  [model]   %s\n", oneLine(shown, 100))
+			res, err := cl.Reply(ctx, id, reply)
 			if err != nil {
 				return err
 			}
-			if err := p.until(ev.Seq); err != nil {
+			var seq uint64
+			for _, ev := range []*event.Event{res.Action, res.Observation} {
+				if ev != nil {
+					seq = max(seq, ev.Seq)
+				}
+			}
+			if res.Observation != nil {
+				if o, ok := res.Observation.Payload.(event.CmdOutput); ok {
+					last = &o
+					if o.Trimmed != nil && o.Trimmed.LinesTotal > 100000 {
+						bigOutput = o.Trimmed.OutputID
+					}
+				}
+			}
+			if err := p.until(seq); err != nil {
 				return err
 			}
 		}
 		switch {
-		case !ran:
+		case last == nil:
 			failed = append(failed, a.title+": no command ran")
-		case a.ok(last):
+		case a.ok(*last):
 			p.f("  ✓ %s\n", a.want)
 		default:
 			p.f("  ✗ expected %s\n", a.want)
 			failed = append(failed, a.title)
 		}
 	}
-	fin, err := sess.Record(ctx, event.SourceAgent, 0, event.Finish{Message: "demo complete"})
+	fin, err := cl.Reply(ctx, id, text("All done. <finish>demo complete</finish>"))
 	if err != nil {
 		return err
 	}
-	if err := p.until(fin.Seq); err != nil {
-		return err
+	if fin.Action == nil {
+		return errors.New("the finish reply was not recorded as an action")
 	}
-	closed = true
-	if err := sess.Close(ctx, "demo finished"); err != nil {
-		return err
-	}
-	if err := p.until(fin.Seq + 1); err != nil {
+	if err := p.until(fin.Action.Seq); err != nil {
 		return err
 	}
 
 	if bigOutput != "" {
-		lines, err := st.Outputs().ReadLines(ctx, bigOutput, 50000, 50002)
+		page, err := cl.Output(ctx, bigOutput, 50000, 50002)
 		if err != nil {
 			return fmt.Errorf("read back output %s: %w", bigOutput, err)
 		}
-		p.f("\n[outputs] the full 100,001-line output is kept as %s; lines %d-%d of %d read back:\n", bigOutput, lines.From, lines.To, lines.Total)
-		for _, l := range strings.SplitAfter(strings.TrimSuffix(lines.Text, "\n"), "\n") {
+		p.f("\n[outputs] GET /v1/outputs/%s?from_line=50000&to_line=50002 (of %d lines):\n", bigOutput, page.Total)
+		for _, l := range strings.SplitAfter(strings.TrimSuffix(page.Text, "\n"), "\n") {
 			p.f("      | %s\n", strings.TrimSuffix(l, "\n"))
 		}
 	}
 
-	// Replay from the store alone: the same events, byte for byte, as the
-	// bus delivered live.
+	p.f("\n[harness] stopping the daemon as SIGTERM does: the session is recorded as interrupted, the store closed\n")
+	stopDaemon()
+	daemonDone = true
+	if err := <-served; err != nil {
+		return fmt.Errorf("daemon shutdown: %w", err)
+	}
+	if err := p.until(fin.Action.Seq + 1); err != nil {
+		return err
+	}
+	if err := <-followed; err != nil {
+		return fmt.Errorf("event stream: %w", err)
+	}
+	p.f("[harness] the event stream ended cleanly after sandbox_stopped\n")
+
+	// Replay from the store alone, the daemon gone: the same events, byte
+	// for byte, as the stream delivered live.
+	st, err := store.Open(cfg.Store.Path, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, err := st.Session(ctx, id)
+	if err != nil {
+		return err
+	}
 	replayed := 0
 	kinds := map[event.Kind]int{}
 	if err := st.Read(ctx, id, 0, func(e event.Event) error {
@@ -285,10 +314,13 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	}); err != nil {
 		return err
 	}
+	if replayed != len(p.seen) {
+		return fmt.Errorf("replay: %d events in the store, %d delivered live", replayed, len(p.seen))
+	}
 	p.f("\n-------- summary --------\n")
-	p.f("%d events replayed from %s, identical to the live stream: %d cmd_run, %d cmd_output, %d invalid_action; shell pid %d throughout\n",
-		replayed, dbPath, kinds[event.KindCmdRun], kinds[event.KindCmdOutput], kinds[event.KindInvalidAction], pid)
-	p.f("inspect it later: the store and outputs stay in %s\n", dir)
+	p.f("%d events replayed from %s after shutdown, identical to the live stream: %d cmd_run, %d cmd_output, %d invalid_action; session state %q; shell pid %d throughout\n",
+		replayed, cfg.Store.Path, kinds[event.KindCmdRun], kinds[event.KindCmdOutput], kinds[event.KindInvalidAction], rec.State, pid)
+	p.f("inspect it later: `harnessd serve --data %s` and `harnessd replay --socket %s %s`\n", dir, socket, id)
 	if p.err != nil {
 		return p.err
 	}
@@ -305,7 +337,7 @@ type printer struct {
 	w      io.Writer
 	err    error
 	events <-chan event.Event
-	errs   <-chan error
+	errs   <-chan error // the stream's end
 	seen   map[uint64]event.Event
 }
 
@@ -327,7 +359,8 @@ func (p *printer) until(seq uint64) error {
 		select {
 		case e, ok := <-p.events:
 			if !ok {
-				return fmt.Errorf("event stream ended before event %d: %w", seq, <-p.errs)
+				err := <-p.errs
+				return fmt.Errorf("event stream ended before event %d: %v", seq, err)
 			}
 			p.seen[e.Seq] = e
 			p.event(e)
@@ -351,7 +384,7 @@ func (p *printer) event(e event.Event) {
 	case event.Finish:
 		p.f("%s %s\n", head, oneLine(pl.Message, 90))
 	case event.SandboxStarted:
-		p.f("%s driver=%s (no isolation yet: the shell runs on the host) pid=%s\n", head, pl.Driver, pl.SandboxID)
+		p.f("%s driver=%s sandbox=%s workdir=%s\n", head, pl.Driver, pl.SandboxID, pl.Workdir)
 	case event.SandboxStopped:
 		p.f("%s pid=%s %s\n", head, pl.SandboxID, pl.Reason)
 	default:

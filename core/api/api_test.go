@@ -1,0 +1,586 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/core/api"
+	"github.com/harnessd/harnessd/core/config"
+	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/serve"
+	"github.com/harnessd/harnessd/store"
+)
+
+// testDaemon is a real `harnessd serve` (in-process) on a real socket over
+// a real bbolt file in a temp dir.
+type testDaemon struct {
+	t      *testing.T
+	cfg    config.Config
+	socket string
+	cl     *api.Client
+	stop   context.CancelFunc
+	done   chan error
+}
+
+func testConfig(t *testing.T, dir string) config.Config {
+	cfg := config.Default()
+	cfg.Daemon.DataDir = dir
+	cfg.Daemon.Socket = filepath.Join(dir, "h.sock")
+	cfg.Daemon.ShutdownGrace = config.Duration{Duration: 500 * time.Millisecond}
+	cfg.Sandbox.Driver = config.DriverNone
+	cfg.Terminal.SoftTimeout = config.Duration{Duration: 5 * time.Second}
+	return cfg
+}
+
+func startDaemon(t *testing.T, cfg config.Config) *testDaemon {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	td := &testDaemon{t: t, cfg: cfg, stop: cancel, done: make(chan error, 1)}
+	ready := make(chan string, 1)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	go func() {
+		td.done <- serve.Run(ctx, serve.Options{Config: cfg, Logger: log, Ready: func(s string) { ready <- s }})
+	}()
+	select {
+	case td.socket = <-ready:
+	case err := <-td.done:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("daemon not ready in 20s")
+	}
+	td.cl = api.NewClient(td.socket)
+	t.Cleanup(func() { td.shutdown() })
+	return td
+}
+
+// shutdown stops the daemon as SIGTERM does and returns serve's result.
+func (td *testDaemon) shutdown() error {
+	if td.stop == nil {
+		return nil
+	}
+	td.stop()
+	td.stop = nil
+	td.cl.Close()
+	select {
+	case err := <-td.done:
+		return err
+	case <-time.After(30 * time.Second):
+		td.t.Fatal("daemon did not stop in 30s")
+		return nil
+	}
+}
+
+func run(t *testing.T, cl *api.Client, id, command string) event.CmdOutput {
+	t.Helper()
+	obs, err := cl.Act(context.Background(), id, event.SourceUser, event.CmdRun{Command: command})
+	if err != nil {
+		t.Fatalf("%s: %q: %v", id, command, err)
+	}
+	out, ok := obs.Payload.(event.CmdOutput)
+	if !ok {
+		t.Fatalf("%s: %q: got %s", id, command, obs.Kind())
+	}
+	return out
+}
+
+// raw sends one request with the socket as plain HTTP, as curl would.
+func raw(t *testing.T, socket, method, path, body string) (int, string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}}}
+	defer hc.CloseIdleConnections()
+	req, _ := http.NewRequest(method, "http://x"+path, strings.NewReader(body))
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestSessionLifecycle(t *testing.T) {
+	td := startDaemon(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	info, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "one", Labels: map[string]string{"who": "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ID != "one" || info.State != daemon.StateLive || info.PID == 0 || info.Workspace == "" {
+		t.Fatalf("created %+v", info)
+	}
+	if out := run(t, td.cl, "one", "cd /tmp && export X=42"); out.ExitCode != 0 {
+		t.Fatalf("%+v", out)
+	}
+	if out := run(t, td.cl, "one", `echo "$X $PWD"; false`); out.Output != "42 /tmp\n" || out.ExitCode != 1 || out.Cwd != "/tmp" {
+		t.Fatalf("state did not persist: %+v", out)
+	}
+	big := run(t, td.cl, "one", "seq 1 5000")
+	if big.Trimmed == nil || big.Trimmed.LinesTotal != 5000 || big.Trimmed.OutputID == "" {
+		t.Fatalf("not trimmed: %+v", big.Trimmed)
+	}
+	page, err := td.cl.Output(ctx, big.Trimmed.OutputID, 2500, 2502)
+	if err != nil || page.Text != "2500\n2501\n2502\n" || page.Total != 5000 {
+		t.Fatalf("page %+v %v", page, err)
+	}
+	list, err := td.cl.Sessions(ctx)
+	if err != nil || len(list) != 1 || list[0].LastSeq != 7 {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	var kinds []string
+	if err := td.cl.Events(ctx, "one", 0, false, func(ev event.Event) error {
+		kinds = append(kinds, string(ev.Kind()))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(kinds, ","); got != "sandbox_started,cmd_run,cmd_output,cmd_run,cmd_output,cmd_run,cmd_output" {
+		t.Fatalf("events %s", got)
+	}
+	if err := td.cl.DeleteSession(ctx, "one", false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := td.cl.Session(ctx, "one")
+	if err != nil || got.State != daemon.StateStopped || got.Ended.IsZero() || got.PID != 0 {
+		t.Fatalf("after delete %+v %v", got, err)
+	}
+	_, err = td.cl.Act(ctx, "one", event.SourceUser, event.CmdRun{Command: "true"})
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict || apiErr.Code != "session_ended" {
+		t.Fatalf("act on deleted: %v", err)
+	}
+	// The history is still whole.
+	n := 0
+	td.cl.Events(ctx, "one", 0, false, func(event.Event) error { n++; return nil })
+	if n != 8 {
+		t.Fatalf("%d events after delete, want 8", n)
+	}
+	if err := td.cl.DeleteSession(ctx, "one", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := td.cl.Session(ctx, "one"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Fatalf("after purge: %v", err)
+	}
+	if _, err := os.Stat(info.Workspace); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("workspace left after purge: %v", err)
+	}
+}
+
+// TestBadInput: every bad request gets a JSON error with the right status
+// and changes nothing.
+func TestBadInput(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Daemon.MaxBody = 4096
+	td := startDaemon(t, cfg)
+	ctx := context.Background()
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := td.cl.Session(ctx, "s")
+	cases := []struct {
+		method, path, body string
+		status             int
+		code               string
+	}{
+		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":`, 400, "malformed_json"},
+		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"ls","sudo":true}`, 400, "unknown_field"},
+		{"POST", "/v1/sessions/s/actions", `{"kind":"rm_rf"}`, 400, "unknown_kind"},
+		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_output","exit_code":0}`, 400, "bad_request"},
+		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"ls","seq":9}`, 400, "bad_request"},
+		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"ls","source":"runtime"}`, 400, "bad_request"},
+		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"` + strings.Repeat("x", 5000) + `"}`, 413, "body_too_large"},
+		{"POST", "/v1/sessions/nope/actions", `{"kind":"cmd_run","command":"ls"}`, 404, "not_found"},
+		{"POST", "/v1/sessions", `{"id":"x","color":"red"}`, 400, "unknown_field"},
+		{"POST", "/v1/sessions", `{"id":"bad id!"}`, 400, "bad_request"},
+		{"POST", "/v1/sessions", `{"id":"s"}`, 409, "exists"},
+		{"POST", "/v1/sessions", `[1,2]`, 400, "malformed_json"},
+		{"POST", "/v1/sessions/s/replies", `{"text":"x","tool":"bash"}`, 400, "bad_request"},
+		{"PUT", "/v1/sessions/s", ``, 405, "method_not_allowed"},
+		{"GET", "/v1/sessions/s/actions", ``, 405, "method_not_allowed"},
+		{"DELETE", "/v1/sessions", ``, 405, "method_not_allowed"},
+		{"GET", "/v1/sessions/nope", ``, 404, "not_found"},
+		{"GET", "/v1/sessions/nope/events", ``, 404, "not_found"},
+		{"GET", "/v1/sessions/s/events?after=-1", ``, 400, "bad_request"},
+		{"GET", "/v1/sessions/s/events?follow=maybe", ``, 400, "bad_request"},
+		{"GET", "/v1/outputs/o999", ``, 404, "not_found"},
+		{"GET", "/v1/outputs/zzz", ``, 404, "not_found"},
+		{"GET", "/v1/outputs/o1?from_line=0", ``, 400, "bad_request"},
+		{"GET", "/v2/anything", ``, 404, "not_found"},
+	}
+	for _, c := range cases {
+		status, body := raw(t, td.socket, c.method, c.path, c.body)
+		var eb struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal([]byte(body), &eb); err != nil {
+			t.Errorf("%s %s: body is not JSON: %q", c.method, c.path, body)
+			continue
+		}
+		if status != c.status || eb.Error.Code != c.code || eb.Error.Message == "" {
+			t.Errorf("%s %s %.40q: got %d %s %q, want %d %s", c.method, c.path, c.body, status, eb.Error.Code, eb.Error.Message, c.status, c.code)
+		}
+	}
+	after, _ := td.cl.Session(ctx, "s")
+	if after.LastSeq != before.LastSeq {
+		t.Errorf("bad requests changed the session: last_seq %d -> %d", before.LastSeq, after.LastSeq)
+	}
+	list, _ := td.cl.Sessions(ctx)
+	if len(list) != 1 {
+		t.Errorf("bad requests created sessions: %+v", list)
+	}
+	// Too many sessions.
+	cfg2 := testConfig(t, t.TempDir())
+	cfg2.Daemon.MaxSessions = 1
+	td2 := startDaemon(t, cfg2)
+	td2.cl.CreateSession(ctx, daemon.CreateRequest{})
+	var apiErr *api.Error
+	if _, err := td2.cl.CreateSession(ctx, daemon.CreateRequest{}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusTooManyRequests {
+		t.Errorf("over max_sessions: %v", err)
+	}
+}
+
+// TestHundredSessions runs 100 sessions at once, each with its own
+// directory and variables, and one long command that must not hold up
+// anyone else.
+func TestHundredSessions(t *testing.T) {
+	td := startDaemon(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	const n = 100
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+	slowDone := make(chan event.CmdOutput, 1)
+	go func() {
+		slowDone <- run(t, td.cl, "slow", "sleep 4; echo slept")
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("p%03d", i)
+			if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: id}); err != nil {
+				errs <- err
+				return
+			}
+			dir := fmt.Sprintf("/tmp/%s-%d", id, os.Getpid())
+			steps := []struct{ cmd, want string }{
+				{fmt.Sprintf("mkdir -p %s && cd %s && export MINE=%d", dir, dir, i), ""},
+				{"echo $MINE $PWD", fmt.Sprintf("%d %s\n", i, dir)},
+				{"for j in 1 2 3; do echo $MINE-$j; done", fmt.Sprintf("%d-1\n%d-2\n%d-3\n", i, i, i)},
+				{"cd / && rmdir " + dir + " && echo $MINE", fmt.Sprintf("%d\n", i)},
+			}
+			for _, s := range steps {
+				obs, err := td.cl.Act(ctx, id, event.SourceUser, event.CmdRun{Command: s.cmd})
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", id, err)
+					return
+				}
+				out := obs.Payload.(event.CmdOutput)
+				if out.ExitCode != 0 || (s.want != "" && out.Output != s.want) {
+					errs <- fmt.Errorf("%s: %q -> exit %d %q, want %q (cross-talk?)", id, s.cmd, out.ExitCode, out.Output, s.want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Every short session finished while the slow one still ran.
+	select {
+	case out := <-slowDone:
+		t.Errorf("the slow command finished (%+v) before the 100 sessions did: they waited for it", out)
+	default:
+	}
+	out := <-slowDone
+	if out.Output != "slept\n" {
+		t.Errorf("slow: %+v", out)
+	}
+	list, err := td.cl.Sessions(ctx)
+	if err != nil || len(list) != n+1 {
+		t.Fatalf("%d sessions listed, %v", len(list), err)
+	}
+	for _, s := range list {
+		if s.ID != "slow" && s.LastSeq != 9 {
+			t.Errorf("%s has %d events, want 9", s.ID, s.LastSeq)
+		}
+	}
+}
+
+// TestFollow: a follower from seq 0 sees the replay, then every live event,
+// each once and in order, and its stream ends when the session is deleted.
+func TestFollow(t *testing.T) {
+	td := startDaemon(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "f"})
+	run(t, td.cl, "f", "echo before")
+	var got []uint64
+	var last event.Kind
+	followed := make(chan error, 1)
+	go func() {
+		followed <- td.cl.Events(ctx, "f", 0, true, func(ev event.Event) error {
+			got = append(got, ev.Seq)
+			last = ev.Kind()
+			return nil
+		})
+	}()
+	for i := range 20 {
+		run(t, td.cl, "f", fmt.Sprintf("echo %d", i))
+	}
+	// A second follower starting midway sees exactly the rest.
+	var mid []uint64
+	midDone := make(chan error, 1)
+	go func() {
+		midDone <- td.cl.Events(ctx, "f", 30, true, func(ev event.Event) error { mid = append(mid, ev.Seq); return nil })
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := td.cl.DeleteSession(ctx, "f", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []chan error{followed, midDone} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("follow did not end after the session was deleted")
+		}
+	}
+	const total = 1 + 2 + 40 + 1
+	if len(got) != total || last != event.KindSandboxStopped {
+		t.Fatalf("follower got %d events ending in %s, want %d ending in sandbox_stopped", len(got), last, total)
+	}
+	for i, s := range got {
+		if s != uint64(i+1) {
+			t.Fatalf("follower: event %d has seq %d (gap or duplicate)", i, s)
+		}
+	}
+	if len(mid) != total-30 || mid[0] != 31 {
+		t.Fatalf("mid follower got %v", mid)
+	}
+}
+
+// TestShutdownAndRestart: SIGTERM's path lets a running command be
+// interrupted within the grace period, records every live session as
+// interrupted, closes the store, and serve returns nil; a new daemon on the
+// same data lists them as interrupted, their history readable.
+func TestShutdownAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	td := startDaemon(t, cfg)
+	ctx := context.Background()
+	for _, id := range []string{"busy", "idle"} {
+		if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, td.cl, "idle", "echo hi")
+	type reply struct {
+		ev  event.Event
+		err error
+	}
+	busy := make(chan reply, 1)
+	go func() {
+		ev, err := td.cl.Act(ctx, "busy", event.SourceUser, event.CmdRun{Command: "sleep 60"})
+		busy <- reply{ev, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // let it start
+	begin := time.Now()
+	if err := td.shutdown(); err != nil {
+		t.Fatalf("serve returned %v, want nil", err)
+	}
+	if d := time.Since(begin); d > 15*time.Second {
+		t.Errorf("shutdown took %s", d)
+	}
+	r := <-busy
+	if r.err == nil {
+		// The observation came back before the connection closed.
+		if out := r.ev.Payload.(event.CmdOutput); out.ExitCode == 0 {
+			t.Errorf("sleep 60 finished? %+v", out)
+		}
+	}
+	if _, err := os.Stat(cfg.Daemon.Socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket left behind: %v", err)
+	}
+	// The store is closed and whole.
+	st, err := store.Open(filepath.Join(dir, "harnessd.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"busy", "idle"} {
+		s, _ := st.Session(ctx, id)
+		if s.State != daemon.StateInterrupted {
+			t.Errorf("%s: state %q, want interrupted", id, s.State)
+		}
+		var lastEv event.Event
+		st.Read(ctx, id, 0, func(ev event.Event) error { lastEv = ev; return nil })
+		if stop, ok := lastEv.Payload.(event.SandboxStopped); !ok || !strings.Contains(stop.Reason, "shut down") {
+			t.Errorf("%s: last event %+v", id, lastEv)
+		}
+	}
+	var busyKinds []event.Kind
+	st.Read(ctx, "busy", 0, func(ev event.Event) error { busyKinds = append(busyKinds, ev.Kind()); return nil })
+	if fmt.Sprint(busyKinds) != "[sandbox_started cmd_run cmd_output sandbox_stopped]" {
+		t.Errorf("busy: %v (the interrupted command must be answered)", busyKinds)
+	}
+	st.Close()
+
+	td2 := startDaemon(t, cfg)
+	list, err := td2.cl.Sessions(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("after restart: %+v %v", list, err)
+	}
+	for _, s := range list {
+		if s.State != daemon.StateInterrupted {
+			t.Errorf("after restart %s is %s", s.ID, s.State)
+		}
+	}
+	var apiErr *api.Error
+	if _, err := td2.cl.Act(ctx, "idle", event.SourceUser, event.CmdRun{Command: "true"}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Errorf("act on interrupted: %v", err)
+	}
+	n := 0
+	if err := td2.cl.Events(ctx, "idle", 0, true, func(event.Event) error { n++; return nil }); err != nil || n != 4 {
+		t.Errorf("idle history after restart: %d events, %v", n, err)
+	}
+}
+
+// TestCrashRecovery: sessions a killed daemon left live are marked
+// interrupted, with an event saying so, by the next one.
+func TestCrashRecovery(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	st, err := store.Open(filepath.Join(dir, "harnessd.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st.CreateSession(ctx, store.Session{ID: "orphan", State: daemon.StateLive})
+	st.Append(ctx, "orphan", event.Event{Session: "orphan", Source: event.SourceRuntime, Time: time.Now(), Payload: event.SandboxStarted{Driver: "none"}})
+	st.Append(ctx, "orphan", event.Event{Session: "orphan", Source: event.SourceUser, Time: time.Now(), Payload: event.CmdRun{Command: "make"}})
+	st.Close()
+	td := startDaemon(t, cfg)
+	s, err := td.cl.Session(ctx, "orphan")
+	if err != nil || s.State != daemon.StateInterrupted || s.LastSeq != 3 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	var lastEv event.Event
+	td.cl.Events(ctx, "orphan", 2, false, func(ev event.Event) error { lastEv = ev; return nil })
+	if p, ok := lastEv.Payload.(event.SandboxStopped); !ok || !strings.Contains(p.Reason, "crashed") {
+		t.Fatalf("last event %+v", lastEv)
+	}
+}
+
+// TestPeerCredentials: a peer that is not root, the daemon's user, or in
+// the allow lists gets 403, decided from SO_PEERCRED.
+func TestPeerCredentials(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as another uid")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl is needed (scripts/test installs it): ", err)
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's parent is 0700
+	cfg := testConfig(t, dir)
+	cfg.Daemon.AllowUIDs = []int{65533}
+	td := startDaemon(t, cfg)
+	os.Chmod(td.socket, 0o666) // past the file mode, so the credential check is what decides
+	as := func(uid int) (int, string) {
+		cmd := exec.Command(curl, "-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", td.socket, "http://x/v1/sessions")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: 65534}}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("curl as %d: %v", uid, err)
+		}
+		i := bytes.LastIndexByte(out, '\n')
+		var code int
+		fmt.Sscan(string(out[i+1:]), &code)
+		return code, string(out[:i])
+	}
+	if code, body := as(65534); code != 403 || !strings.Contains(body, `"forbidden"`) || !strings.Contains(body, "uid 65534") {
+		t.Errorf("uid 65534: %d %s", code, body)
+	}
+	if code, body := as(65533); code != 200 {
+		t.Errorf("allowed uid 65533: %d %s", code, body)
+	}
+}
+
+func TestSocketMode(t *testing.T) {
+	dir := t.TempDir()
+	td := startDaemon(t, testConfig(t, dir))
+	fi, err := os.Stat(td.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o660 {
+		t.Errorf("socket mode %s, want 0660 socket", fi.Mode())
+	}
+	// A second daemon on the same socket refuses, naming the problem.
+	_, err = api.Listen(td.socket)
+	if err == nil || !strings.Contains(err.Error(), "another harnessd") {
+		t.Errorf("second listener: %v", err)
+	}
+}
+
+func TestNotRunning(t *testing.T) {
+	cl := api.NewClient(filepath.Join(t.TempDir(), "none.sock"))
+	_, err := cl.Sessions(context.Background())
+	if !errors.Is(err, api.ErrNotRunning) || !strings.Contains(err.Error(), "is harnessd serve running? socket: ") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestRepliesAndMetrics(t *testing.T) {
+	td := startDaemon(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "m"})
+	res, err := td.cl.Reply(ctx, "m", daemon.Reply{Text: "```bash\necho hi"})
+	if err != nil || res.Action != nil || res.Observation == nil || res.Observation.Kind() != event.KindInvalidAction {
+		t.Fatalf("malformed reply: %+v %v", res, err)
+	}
+	res, err = td.cl.Reply(ctx, "m", daemon.Reply{Tool: "bash", Arguments: json.RawMessage(`{"command":"echo hi"}`)})
+	if err != nil || res.Action == nil || res.Observation.Payload.(event.CmdOutput).Output != "hi\n" {
+		t.Fatalf("tool reply: %+v %v", res, err)
+	}
+	status, body := raw(t, td.socket, "GET", "/metrics", "")
+	for _, want := range []string{"harnessd_sessions_live 1", `harnessd_commands_total{outcome="ok"} 1`, "harnessd_invalid_actions_total 1",
+		"harnessd_command_duration_seconds_bucket", "harnessd_store_commit_seconds_count", "harnessd_output_bytes_trimmed_total", "go_goroutines"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics (%d) lacks %q", status, want)
+		}
+	}
+	if status, body := raw(t, td.socket, "GET", "/healthz", ""); status != 200 || !strings.Contains(body, `"ok"`) {
+		t.Errorf("healthz %d %s", status, body)
+	}
+}

@@ -1,0 +1,556 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/core/event"
+)
+
+// Options configures a Server.
+type Options struct {
+	// MaxBody is the largest request body read, in bytes; a larger one is
+	// refused with 413. Default 1 MiB.
+	MaxBody int64
+	// Allow decides whether a peer may use the API. nil allows root and
+	// the daemon's own uid only.
+	Allow  func(Peer) bool
+	Logger *slog.Logger
+}
+
+// Server serves the API of one Daemon.
+type Server struct {
+	d    *daemon.Daemon
+	opts Options
+	mux  *http.ServeMux
+	http *http.Server
+	base context.Context // parent of every request's context
+	stop context.CancelFunc
+}
+
+// NewServer returns a Server for d. Serve it with Serve; end it with
+// Shutdown.
+func NewServer(d *daemon.Daemon, opts Options) *Server {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 1 << 20
+	}
+	if opts.Allow == nil {
+		opts.Allow = AllowUsers(nil, nil)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{d: d, opts: opts, mux: http.NewServeMux()}
+	s.base, s.stop = context.WithCancel(context.Background())
+	s.routes()
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No write timeout: an action answers when its command ends, and
+		// a follower's stream lasts as long as the session.
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return s.base },
+		ConnContext: withPeer,
+		ErrorLog:    slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
+	}
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown. It returns nil after a
+// Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// StopAccepting closes the listeners at once; requests in progress go on.
+// Call it first on SIGTERM, then stop the daemon, then Shutdown.
+func (s *Server) StopAccepting() {
+	// http.Server has no "close listeners only": Shutdown does exactly that
+	// first, then waits for connections to go idle, which the caller
+	// bounds with Shutdown's context later.
+	go s.http.Shutdown(context.Background())
+}
+
+// Shutdown ends the requests still open (event followers) and waits until
+// every connection is closed or ctx ends, when it closes them.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stop()
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		s.http.Close()
+	}
+	return err
+}
+
+// ServeHTTP checks the peer, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p, ok := PeerFrom(r.Context()); !ok || !s.opts.Allow(p) {
+		who := "an unknown peer"
+		if ok {
+			who = fmt.Sprintf("uid %d (pid %d)", p.UID, p.PID)
+		}
+		s.fail(w, r, http.StatusForbidden, "forbidden", who+" may not use this harnessd; add it to daemon.allow_uids or daemon.allow_gids in harness.toml")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+	s.mux.ServeHTTP(w, r)
+}
+
+// route registers a path with its methods; any other method is 405.
+func (s *Server) route(pattern string, handlers map[string]http.HandlerFunc) {
+	allow := make([]string, 0, len(handlers))
+	for m := range handlers {
+		allow = append(allow, m)
+	}
+	allowed := strings.Join(sortStrings(allow), ", ")
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		h, ok := handlers[r.Method]
+		if !ok && r.Method == http.MethodHead {
+			h, ok = handlers[http.MethodGet]
+		}
+		if !ok {
+			w.Header().Set("Allow", allowed)
+			s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s %s: use %s", r.Method, pattern, allowed))
+			return
+		}
+		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h(rw, r)
+		s.d.Metrics().ObserveRequest(pattern, rw.code)
+	})
+}
+
+func (s *Server) routes() {
+	s.route("/v1/sessions", map[string]http.HandlerFunc{
+		http.MethodGet:  s.listSessions,
+		http.MethodPost: s.createSession,
+	})
+	s.route("/v1/sessions/{id}", map[string]http.HandlerFunc{
+		http.MethodGet:    s.getSession,
+		http.MethodDelete: s.deleteSession,
+	})
+	s.route("/v1/sessions/{id}/actions", map[string]http.HandlerFunc{http.MethodPost: s.act})
+	s.route("/v1/sessions/{id}/replies", map[string]http.HandlerFunc{http.MethodPost: s.reply})
+	s.route("/v1/sessions/{id}/events", map[string]http.HandlerFunc{http.MethodGet: s.events})
+	s.route("/v1/outputs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.output})
+	s.route("/healthz", map[string]http.HandlerFunc{http.MethodGet: s.health})
+	s.route("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.d.Metrics().Handler().ServeHTTP})
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, "not_found", "no such endpoint: "+r.URL.Path+" (see GET /v1/sessions, /healthz, /metrics)")
+	})
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var req daemon.CreateRequest
+	if !s.decodeJSON(w, r, &req, true) {
+		return
+	}
+	info, err := s.d.Create(r.Context(), req)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/sessions/"+info.ID)
+	writeJSON(w, http.StatusCreated, info)
+}
+
+// SessionList is the body of GET /v1/sessions.
+type SessionList struct {
+	Sessions []daemon.Info `json:"sessions"`
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	all, err := s.d.List(r.Context())
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	if state := r.URL.Query().Get("state"); state != "" {
+		kept := all[:0]
+		for _, in := range all {
+			if in.State == state {
+				kept = append(kept, in)
+			}
+		}
+		all = kept
+	}
+	writeJSON(w, http.StatusOK, SessionList{Sessions: all})
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	info, err := s.d.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	purge, ok := s.boolParam(w, r, "purge")
+	if !ok {
+		return
+	}
+	if err := s.d.Delete(r.Context(), id, purge); err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	if purge {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	info, err := s.d.Get(r.Context(), id)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *Server) act(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	ev, err := event.Decode(body)
+	if err != nil {
+		code := "malformed_json"
+		if errors.Is(err, event.ErrUnknownField) {
+			code = "unknown_field"
+		} else if errors.Is(err, event.ErrUnknownKind) {
+			code = "unknown_kind"
+		}
+		s.fail(w, r, http.StatusBadRequest, code, "action body: "+err.Error()+` (e.g. {"kind":"cmd_run","command":"ls","timeout_s":30})`)
+		return
+	}
+	if id := r.PathValue("id"); ev.Session != "" && ev.Session != id {
+		s.fail(w, r, http.StatusBadRequest, "bad_request", fmt.Sprintf("action body names session %q but the path names %q", ev.Session, id))
+		return
+	}
+	if ev.Seq != 0 || ev.Cause != 0 {
+		s.fail(w, r, http.StatusBadRequest, "bad_request", "an action's seq and cause are assigned by harnessd; leave them out")
+		return
+	}
+	obs, err := s.d.Act(r.Context(), r.PathValue("id"), ev.Source, ev.Payload)
+	if err != nil && obs.Seq == 0 {
+		s.failErr(w, r, err)
+		return
+	}
+	// An observation was recorded even if the session then ended: the
+	// caller gets it, which says what happened.
+	writeJSON(w, http.StatusOK, obs)
+}
+
+func (s *Server) reply(w http.ResponseWriter, r *http.Request) {
+	var rep daemon.Reply
+	if !s.decodeJSON(w, r, &rep, false) {
+		return
+	}
+	res, err := s.d.Reply(r.Context(), r.PathValue("id"), rep)
+	if err != nil && res.Action == nil && res.Observation == nil {
+		s.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var after uint64
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			s.fail(w, r, http.StatusBadRequest, "bad_request", "after: want a seq (0 or more), got "+strconv.Quote(v))
+			return
+		}
+		after = n
+	}
+	follow, ok := s.boolParam(w, r, "follow")
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	if _, err := s.d.Get(r.Context(), id); err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush() // the client sees the stream start before the first event
+	}
+	bw := bufio.NewWriterSize(w, 32<<10)
+	var buf []byte
+	err := s.d.Events(r.Context(), id, after, follow, func(ev event.Event) error {
+		var err error
+		if buf, err = ev.AppendJSON(buf[:0]); err != nil {
+			return err
+		}
+		buf = append(buf, '\n')
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+		if follow {
+			// Live events go out one by one; a replay fills the buffer.
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil && r.Context().Err() == nil {
+		// The status is sent; the stream's last line says why it ended.
+		line, _ := json.Marshal(errorBody{Error: errorDetail{Code: "stream_ended", Message: err.Error()}})
+		bw.Write(append(line, '\n'))
+		bw.Flush()
+	}
+}
+
+// Page is the body of GET /v1/outputs/{id}: lines from_line..to_line of a
+// stored output (1-based, inclusive; the daemon may return fewer than
+// asked, and to_line says where it stopped), and how many lines it has.
+type Page struct {
+	ID    string `json:"id"`
+	Text  string `json:"text"`
+	From  int    `json:"from_line"`
+	To    int    `json:"to_line"`
+	Total int    `json:"total_lines"`
+}
+
+func (s *Server) output(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	from, to := 1, 0
+	for _, p := range []struct {
+		name string
+		v    *int
+	}{{"from_line", &from}, {"to_line", &to}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				s.fail(w, r, http.StatusBadRequest, "bad_request", p.name+": want a line number (1 or more), got "+strconv.Quote(v))
+				return
+			}
+			*p.v = n
+		}
+	}
+	id := r.PathValue("id")
+	lines, err := s.d.ReadLines(r.Context(), id, from, to)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Page{ID: id, Text: lines.Text, From: lines.From, To: lines.To, Total: lines.Total})
+}
+
+// Health is the body of GET /healthz.
+type Health struct {
+	Status  string `json:"status"`
+	Version string `json:"version,omitempty"`
+	PID     int    `json:"pid"`
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: Version, PID: os.Getpid()})
+}
+
+// Version is reported by /healthz; cmd/harnessd sets it.
+var Version = "dev"
+
+// readBody reads the whole body within MaxBody.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.fail(w, r, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("request body is over %d bytes (daemon.max_body)", tooBig.Limit))
+			return nil, false
+		}
+		s.fail(w, r, http.StatusBadRequest, "bad_request", "reading the body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// decodeJSON decodes a JSON body strictly: one object, known fields only.
+// An empty body is allowed when optional.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return false
+	}
+	if optional && len(strings.TrimSpace(string(body))) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		code := "malformed_json"
+		if strings.HasPrefix(err.Error(), "json: unknown field") {
+			code = "unknown_field"
+		}
+		s.fail(w, r, http.StatusBadRequest, code, "request body: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		s.fail(w, r, http.StatusBadRequest, "malformed_json", "request body: more than one JSON value")
+		return false
+	}
+	return true
+}
+
+func (s *Server) boolParam(w http.ResponseWriter, r *http.Request, name string) (bool, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, true
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, "bad_request", name+": want true or false, got "+strconv.Quote(v))
+		return false, false
+	}
+	return b, true
+}
+
+// errorBody is every error's JSON: {"error": {"code": …, "message": …}}.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	if status >= 500 {
+		s.opts.Logger.Error("api", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
+	}
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+}
+
+// failErr maps the daemon's errors to statuses, in one place.
+func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := http.StatusInternalServerError, "internal"
+	switch {
+	case errors.Is(err, daemon.ErrNotFound):
+		status, code = http.StatusNotFound, "not_found"
+	case errors.Is(err, daemon.ErrExists):
+		status, code = http.StatusConflict, "exists"
+	case errors.Is(err, daemon.ErrStopped):
+		status, code = http.StatusConflict, "session_ended"
+	case errors.Is(err, daemon.ErrBadRequest):
+		status, code = http.StatusBadRequest, "bad_request"
+	case errors.Is(err, daemon.ErrTooMany):
+		status, code = http.StatusTooManyRequests, "too_many_sessions"
+	case errors.Is(err, daemon.ErrShuttingDown):
+		status, code = http.StatusServiceUnavailable, "shutting_down"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		status, code = http.StatusServiceUnavailable, "canceled"
+	}
+	s.fail(w, r, status, code, err.Error())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b []byte
+	var err error
+	if m, ok := v.(json.Marshaler); ok {
+		b, err = m.MarshalJSON()
+	} else {
+		b, err = json.Marshal(v)
+	}
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"encoding the reply failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// statusWriter remembers the status for the metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter.WriteHeader(code) }
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func sortStrings(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s
+}
+
+// Listen creates the API's unix socket at path with mode 0660, making its
+// directory (0755) if needed. A socket file left by a daemon that is gone
+// is replaced; one that a live daemon answers on is an error.
+func Listen(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("listen %s: exists and is not a socket; remove it or set daemon.socket", path)
+		}
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			c.Close()
+			return nil, fmt.Errorf("listen %s: another harnessd is serving on it", path)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("listen %s: a socket is there and does not answer normally: %w", path, err)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("listen %s: remove stale socket: %w", path, err)
+		}
+	}
+	// The mode is set by umask at bind time: narrow it so that the socket
+	// is never, even for an instant, open wider than 0660.
+	old := syscall.Umask(0o117)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(true)
+	if err := os.Chmod(path, 0o660); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	return ln, nil
+}

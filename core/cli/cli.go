@@ -1,0 +1,561 @@
+// Package cli is harnessd's command line: `harnessd serve` and the client
+// commands that talk to a running daemon over its socket (session, exec,
+// events, output, replay). cmd/harnessd only calls Main.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/harnessd/harnessd/core/api"
+	"github.com/harnessd/harnessd/core/config"
+	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/serve"
+)
+
+// Usage is the top-level help.
+const Usage = `usage: harnessd <command> [flags]
+
+daemon:
+  serve [--config FILE] [--socket PATH] [--data DIR]   run the daemon
+  demo [--config FILE]          start a daemon on a temporary socket, run a scripted task through its API, print every event
+
+client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --json for scripts):
+  session new [--id ID] [--label K=V]...   create a session; prints its id
+  session ls                               list sessions
+  session show ID                          one session
+  session rm ID [--purge]                  end a session (--purge: and delete its history)
+  exec [--timeout DUR] [--input] SESSION -- COMMAND...
+                                           run a command; prints its (trimmed) output, exits with its exit code
+  events SESSION [-f] [--after N]          print a session's events (-f: follow until it ends)
+  output ID [--lines A-B]                  print a stored full output, or lines A to B of it
+  replay SESSION                           print a session's history as a transcript, checking it is whole
+
+  version                                  print the version
+`
+
+// Env is what Main runs with.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string // nil: os.Getenv
+	Version        string
+	// Demo runs `harnessd demo`; cmd/harnessd supplies it, so that this
+	// package does not depend on the demo's.
+	Demo func(ctx context.Context, args []string) int
+}
+
+// Main runs one command line and returns the process's exit status.
+func Main(ctx context.Context, args []string, env Env) int {
+	if env.Getenv == nil {
+		env.Getenv = os.Getenv
+	}
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, Usage)
+		return 2
+	}
+	c := &cmd{env: env, ctx: ctx}
+	switch args[0] {
+	case "serve":
+		return c.serve(args[1:])
+	case "demo":
+		if env.Demo == nil {
+			fmt.Fprintln(env.Stderr, "harnessd demo: not available in this build")
+			return 2
+		}
+		return env.Demo(ctx, args[1:])
+	case "session":
+		return c.session(args[1:])
+	case "exec":
+		return c.exec(args[1:])
+	case "events":
+		return c.events(args[1:])
+	case "output":
+		return c.output(args[1:])
+	case "replay":
+		return c.replay(args[1:])
+	case "version", "--version":
+		fmt.Fprintln(env.Stdout, "harnessd", env.Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(env.Stdout, Usage)
+		return 0
+	}
+	fmt.Fprintf(env.Stderr, "harnessd: unknown command %q\n\n%s", args[0], Usage)
+	return 2
+}
+
+type cmd struct {
+	env  Env
+	ctx  context.Context
+	name string // "session ls", for messages
+	json bool
+}
+
+// flags returns a flag set with the client flags every command takes.
+func (c *cmd) flags(name string) (*flag.FlagSet, *string) {
+	c.name = name
+	fs := flag.NewFlagSet("harnessd "+name, flag.ContinueOnError)
+	fs.SetOutput(c.env.Stderr)
+	socket := fs.String("socket", "", "daemon socket (default $HARNESSD_SOCKET, else "+config.DefaultSocket(c.env.Getenv)+")")
+	fs.BoolVar(&c.json, "json", false, "print JSON")
+	return fs, socket
+}
+
+// parse parses flags wherever they appear among the positional arguments
+// (`session show ID --json` works), stopping at "--".
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func (c *cmd) client(socket string) *api.Client {
+	if socket == "" {
+		socket = c.env.Getenv(config.EnvSocket)
+	}
+	if socket == "" {
+		socket = config.DefaultSocket(c.env.Getenv)
+	}
+	return api.NewClient(socket)
+}
+
+// fail prints err and returns the exit status for it.
+func (c *cmd) fail(err error) int {
+	fmt.Fprintf(c.env.Stderr, "harnessd %s: %v\n", c.name, err)
+	if errors.Is(err, api.ErrNotRunning) {
+		return 3
+	}
+	return 1
+}
+
+func (c *cmd) usage(format string, args ...any) int {
+	fmt.Fprintf(c.env.Stderr, "harnessd %s: %s\n(see harnessd help)\n", c.name, fmt.Sprintf(format, args...))
+	return 2
+}
+
+func (c *cmd) printJSON(v any) {
+	enc := json.NewEncoder(c.env.Stdout)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func (c *cmd) serve(args []string) int {
+	c.name = "serve"
+	fs := flag.NewFlagSet("harnessd serve", flag.ContinueOnError)
+	fs.SetOutput(c.env.Stderr)
+	path := fs.String("config", "", "harness.toml to load (default: built-in defaults, as harness.toml documents them)")
+	socket := fs.String("socket", "", "socket to listen on (overrides daemon.socket and $HARNESSD_SOCKET)")
+	data := fs.String("data", "", "data directory (overrides daemon.data_dir and $HARNESSD_DATA)")
+	debug := fs.Bool("debug", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return c.usage("unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := LoadConfig(*path, c.env.Getenv)
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	if *socket != "" {
+		cfg.Daemon.Socket = *socket
+	}
+	if *data != "" {
+		cfg.Daemon.DataDir = *data
+	}
+	if err := cfg.Validate(); err != nil {
+		return c.usage("%v", err)
+	}
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level}))
+	if err := serve.Run(c.ctx, serve.Options{Config: cfg, Logger: log}); err != nil {
+		log.Error("harnessd serve failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// LoadConfig reads path (or the defaults when path is "") and applies the
+// environment's overrides.
+func LoadConfig(path string, getenv func(string) string) (config.Config, error) {
+	cfg := config.Default()
+	if path != "" {
+		c, err := config.Load(path)
+		if err != nil {
+			return cfg, err
+		}
+		cfg = c
+	}
+	if err := cfg.ApplyEnv(getenv); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func (c *cmd) session(args []string) int {
+	if len(args) == 0 {
+		c.name = "session"
+		return c.usage("want new, ls, show or rm")
+	}
+	sub, args := args[0], args[1:]
+	fs, socket := c.flags("session " + sub)
+	switch sub {
+	case "new":
+		id := fs.String("id", "", "session id (default: a new random one)")
+		labels := map[string]string{}
+		fs.Func("label", "a K=V label (repeatable)", func(v string) error {
+			k, val, ok := strings.Cut(v, "=")
+			if !ok || k == "" {
+				return fmt.Errorf("want K=V, got %q", v)
+			}
+			labels[k] = val
+			return nil
+		})
+		pos, err := parse(fs, args)
+		if err != nil {
+			return 2
+		}
+		if len(pos) > 0 {
+			return c.usage("unexpected argument %q", pos[0])
+		}
+		info, err := c.client(*socket).CreateSession(c.ctx, daemon.CreateRequest{ID: *id, Labels: labels})
+		if err != nil {
+			return c.fail(err)
+		}
+		if c.json {
+			c.printJSON(info)
+		} else {
+			fmt.Fprintln(c.env.Stdout, info.ID)
+		}
+		return 0
+	case "ls", "list":
+		pos, err := parse(fs, args)
+		if err != nil {
+			return 2
+		}
+		if len(pos) > 0 {
+			return c.usage("unexpected argument %q", pos[0])
+		}
+		all, err := c.client(*socket).Sessions(c.ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		if c.json {
+			c.printJSON(all)
+			return 0
+		}
+		tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATE\tCREATED\tEVENTS\tLABELS")
+		for _, s := range all {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.ID, s.State, s.Created.Local().Format(time.DateTime), s.LastSeq, labelString(s.Labels))
+		}
+		tw.Flush()
+		return 0
+	case "show", "rm":
+		purge := false
+		if sub == "rm" {
+			fs.BoolVar(&purge, "purge", false, "also delete the session's events, outputs and workspace")
+		}
+		pos, err := parse(fs, args)
+		if err != nil {
+			return 2
+		}
+		if len(pos) != 1 {
+			return c.usage("want one session id")
+		}
+		cl := c.client(*socket)
+		if sub == "rm" {
+			if err := cl.DeleteSession(c.ctx, pos[0], purge); err != nil {
+				return c.fail(err)
+			}
+			if purge {
+				return 0
+			}
+		}
+		info, err := cl.Session(c.ctx, pos[0])
+		if err != nil {
+			return c.fail(err)
+		}
+		if c.json {
+			c.printJSON(info)
+			return 0
+		}
+		tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "id\t%s\nstate\t%s\ncreated\t%s\n", info.ID, info.State, info.Created.Local().Format(time.RFC3339))
+		if !info.Ended.IsZero() {
+			fmt.Fprintf(tw, "ended\t%s\n", info.Ended.Local().Format(time.RFC3339))
+		}
+		fmt.Fprintf(tw, "events\t%d\n", info.LastSeq)
+		if info.Workspace != "" {
+			fmt.Fprintf(tw, "workspace\t%s\n", info.Workspace)
+		}
+		if info.PID != 0 {
+			fmt.Fprintf(tw, "shell pid\t%d\n", info.PID)
+		}
+		if len(info.Labels) > 0 {
+			fmt.Fprintf(tw, "labels\t%s\n", labelString(info.Labels))
+		}
+		tw.Flush()
+		return 0
+	}
+	return c.usage("unknown subcommand %q: want new, ls, show or rm", sub)
+}
+
+func labelString(l map[string]string) string {
+	parts := make([]string, 0, len(l))
+	for k, v := range l {
+		parts = append(parts, k+"="+v)
+	}
+	sortStrings(parts)
+	return strings.Join(parts, ",")
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// Exit statuses of exec besides the command's own.
+const (
+	ExitStillRunning = 124 // the command was still running at the soft timeout
+)
+
+func (c *cmd) exec(args []string) int {
+	fs, socket := c.flags("exec")
+	timeout := fs.Duration("timeout", 0, "hard timeout for the command (default: terminal.hard_timeout)")
+	input := fs.Bool("input", false, "send COMMAND as keyboard input to the running program (C-c, C-d … or text)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) == 0 {
+		return c.usage("want SESSION -- COMMAND")
+	}
+	id := pos[0]
+	rest := pos[1:]
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	command := strings.Join(rest, " ")
+	run := event.CmdRun{Command: command, IsInput: *input, TimeoutS: timeout.Seconds()}
+	obs, err := c.client(*socket).Act(c.ctx, id, event.SourceUser, run)
+	if err != nil {
+		return c.fail(err)
+	}
+	out, ok := obs.Payload.(event.CmdOutput)
+	if !ok {
+		return c.fail(fmt.Errorf("unexpected reply: %s", obs.Kind()))
+	}
+	if c.json {
+		b, _ := obs.MarshalJSON()
+		fmt.Fprintf(c.env.Stdout, "%s\n", b)
+	} else {
+		io.WriteString(c.env.Stdout, out.Output)
+		if out.Note != "" {
+			fmt.Fprintf(c.env.Stderr, "[harnessd] %s\n", out.Note)
+		}
+		if out.Trimmed != nil && out.Trimmed.OutputID != "" {
+			fmt.Fprintf(c.env.Stderr, "[harnessd] full output: harnessd output %s\n", out.Trimmed.OutputID)
+		}
+	}
+	switch {
+	case out.ExitCode == -1:
+		fmt.Fprintf(c.env.Stderr, "[harnessd] still running; `harnessd exec %s --` reads more, `harnessd exec --input %s -- C-c` interrupts\n", id, id)
+		return ExitStillRunning
+	case out.ExitCode < 0 || out.ExitCode > 255:
+		return 1
+	}
+	return out.ExitCode
+}
+
+func (c *cmd) events(args []string) int {
+	fs, socket := c.flags("events")
+	follow := fs.Bool("f", false, "follow: keep printing new events until the session ends")
+	after := fs.Uint64("after", 0, "start after this seq")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		return c.usage("want one session id")
+	}
+	err = c.client(*socket).Events(c.ctx, pos[0], *after, *follow, func(ev event.Event) error {
+		if c.json {
+			b, err := ev.MarshalJSON()
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.env.Stdout, "%s\n", b)
+			return err
+		}
+		_, err := fmt.Fprintln(c.env.Stdout, Summary(ev))
+		return err
+	})
+	if err != nil && !(errors.Is(err, context.Canceled) && c.ctx.Err() != nil) {
+		return c.fail(err)
+	}
+	return 0
+}
+
+// Summary is one readable line for an event.
+func Summary(ev event.Event) string {
+	head := fmt.Sprintf("#%-4d %s %-7s %-15s", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Source, ev.Kind())
+	if ev.Cause != 0 {
+		head += fmt.Sprintf(" (answers #%d)", ev.Cause)
+	}
+	var detail string
+	switch p := ev.Payload.(type) {
+	case event.CmdRun:
+		detail = "$ " + oneLine(p.Command, 120)
+		if p.IsInput {
+			detail = "keys: " + oneLine(p.Command, 120)
+		}
+		if p.TimeoutS > 0 {
+			detail += fmt.Sprintf("  (timeout %gs)", p.TimeoutS)
+		}
+	case event.CmdOutput:
+		detail = fmt.Sprintf("exit %d, cwd %s, %dms", p.ExitCode, p.Cwd, p.DurationMS)
+		if p.TimedOut {
+			detail += ", timed out"
+		}
+		if p.Trimmed != nil {
+			detail += fmt.Sprintf(", %d of %d lines omitted (output %s)", p.Trimmed.LinesOmitted, p.Trimmed.LinesTotal, p.Trimmed.OutputID)
+		}
+		if s := oneLine(p.Output, 80); s != "" {
+			detail += ": " + s
+		}
+	case event.Message:
+		detail = oneLine(p.Text, 120)
+	case event.Finish:
+		detail = oneLine(p.Message, 120)
+	case event.InvalidAction:
+		detail = oneLine(p.Reason, 120)
+	case event.HookVeto:
+		detail = p.Hook + ": " + oneLine(p.Reason, 100)
+	case event.SandboxStarted:
+		detail = fmt.Sprintf("driver %s, id %s, workdir %s", p.Driver, p.SandboxID, p.Workdir)
+	case event.SandboxStopped:
+		detail = oneLine(p.Reason, 120)
+	}
+	return head + "  " + detail
+}
+
+func oneLine(s string, max int) string {
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, "\n", "⏎")
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	return s
+}
+
+func (c *cmd) output(args []string) int {
+	fs, socket := c.flags("output")
+	lines := fs.String("lines", "", "lines A-B (1-based, inclusive; A- means to the end)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		return c.usage("want one output id (from a cmd_output's trimmed.output_id)")
+	}
+	from, to := 1, 0
+	if *lines != "" {
+		a, b, _ := strings.Cut(*lines, "-")
+		n, err := strconv.Atoi(a)
+		if err != nil || n < 1 {
+			return c.usage("--lines %q: want A-B, e.g. 100-200", *lines)
+		}
+		from = n
+		if b != "" {
+			m, err := strconv.Atoi(b)
+			if err != nil || m < from {
+				return c.usage("--lines %q: want A-B with B >= A", *lines)
+			}
+			to = m
+		} else if !strings.Contains(*lines, "-") {
+			to = from
+		}
+	}
+	cl := c.client(*socket)
+	for {
+		p, err := cl.Output(c.ctx, pos[0], from, to)
+		if err != nil {
+			return c.fail(err)
+		}
+		if c.json {
+			c.printJSON(p)
+			return 0
+		}
+		io.WriteString(c.env.Stdout, p.Text)
+		// The daemon returns a page at a time; keep going to the end of
+		// what was asked.
+		if p.To < from || p.To >= p.Total || (to > 0 && p.To >= to) {
+			return 0
+		}
+		from = p.To + 1
+	}
+}
+
+func (c *cmd) replay(args []string) int {
+	fs, socket := c.flags("replay")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		return c.usage("want one session id")
+	}
+	var r Replayer
+	err = c.client(*socket).Events(c.ctx, pos[0], 0, false, func(ev event.Event) error {
+		if c.json {
+			b, _ := ev.MarshalJSON()
+			fmt.Fprintf(c.env.Stdout, "%s\n", b)
+			return r.Check(ev)
+		}
+		if err := r.Check(ev); err != nil {
+			return err
+		}
+		io.WriteString(c.env.Stdout, Transcript(ev))
+		return nil
+	})
+	if err != nil {
+		return c.fail(err)
+	}
+	if err := r.Done(); err != nil {
+		return c.fail(err)
+	}
+	if !c.json {
+		fmt.Fprintf(c.env.Stderr, "[harnessd] replayed %d events of %s: seqs 1-%d with no gaps, every observation answers an earlier action\n", r.n, pos[0], r.n)
+	}
+	return 0
+}

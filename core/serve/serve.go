@@ -1,0 +1,123 @@
+// Package serve runs `harnessd serve`: it opens the store, starts the
+// daemon and its API on the unix socket (or the sockets systemd passed),
+// tells systemd when it is ready, and on SIGTERM stops in order: refuse new
+// work, let running commands finish within the grace period, record every
+// session as interrupted, close the store.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/harnessd/harnessd/core/api"
+	"github.com/harnessd/harnessd/core/config"
+	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/store"
+)
+
+// BatchSyncEvery is how often batch durability syncs the store.
+const BatchSyncEvery = 5 * time.Millisecond
+
+// Options configures Run.
+type Options struct {
+	Config config.Config // resolved: file, environment and flags applied
+
+	// Listener, if set, is served instead of creating the socket (socket
+	// activation, tests).
+	Listener net.Listener
+
+	// Ready, if set, is called once the store is open and the socket is
+	// accepting, with the socket's path.
+	Ready func(socket string)
+
+	Logger *slog.Logger
+}
+
+// Run serves until ctx ends, then shuts down cleanly and returns nil; an
+// error means it could not start or could not stop cleanly.
+func Run(ctx context.Context, opts Options) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg := opts.Config
+	dataDir := cfg.DataPath(nil)
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	metrics := daemon.NewMetrics()
+	storePath := cfg.StorePath(nil)
+	if err := os.MkdirAll(filepath.Dir(storePath), 0o700); err != nil {
+		return fmt.Errorf("store directory: %w", err)
+	}
+	sopts := &store.Options{OnCommit: metrics.ObserveCommit}
+	if cfg.Store.Durability == config.DurabilityBatch {
+		sopts.SyncEvery = BatchSyncEvery
+	}
+	st, err := store.Open(storePath, sopts)
+	if err != nil {
+		return err
+	}
+	stClosed := false
+	defer func() {
+		if !stClosed {
+			st.Close()
+		}
+	}()
+	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, DataDir: dataDir, Metrics: metrics, Logger: log})
+	if err != nil {
+		return err
+	}
+
+	ln := opts.Listener
+	socket := cfg.SocketPath(nil)
+	if ln == nil {
+		if ln, err = api.Listen(socket); err != nil {
+			d.Shutdown(context.Background(), 0)
+			return err
+		}
+	} else if a, ok := ln.Addr().(*net.UnixAddr); ok {
+		socket = a.Name
+	}
+	srv := api.NewServer(d, api.Options{
+		MaxBody: int64(cfg.Daemon.MaxBody),
+		Allow:   api.AllowUsers(cfg.Daemon.AllowUIDs, cfg.Daemon.AllowGIDs),
+		Logger:  log,
+	})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("harnessd serving", "socket", socket, "store", storePath, "durability", cfg.Store.Durability,
+		"data", dataDir, "pid", os.Getpid())
+	if opts.Ready != nil {
+		opts.Ready(socket)
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("harnessd stopping", "grace", cfg.Daemon.ShutdownGrace.Duration)
+	case serveErr = <-served:
+		log.Error("API server stopped", "err", serveErr)
+	}
+	srv.StopAccepting()
+	derr := d.Shutdown(context.Background(), cfg.Daemon.ShutdownGrace.Duration)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	if serveErr == nil {
+		serveErr = <-served
+	}
+	stClosed = true
+	cerr := st.Close()
+	if err := errors.Join(serveErr, derr, cerr); err != nil {
+		return err
+	}
+	log.Info("harnessd stopped")
+	return nil
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/core/cli"
+	"github.com/harnessd/harnessd/core/daemon"
+)
+
+// The test binary doubles as harnessd: with HARNESSD_BE_MAIN=1 it runs the
+// real command line, so these tests drive the real daemon and the real
+// client as separate processes, as a user would.
+func TestMain(m *testing.M) {
+	if os.Getenv("HARNESSD_BE_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type harness struct {
+	t      *testing.T
+	dir    string
+	socket string
+	config string
+}
+
+func newHarness(t *testing.T) *harness {
+	dir := t.TempDir()
+	h := &harness{t: t, dir: dir, socket: filepath.Join(dir, "h.sock"), config: filepath.Join(dir, "harness.toml")}
+	// The sandbox driver is not what these tests are about.
+	if err := os.WriteFile(h.config, []byte("[sandbox]\ndriver = \"none\"\n[daemon]\nshutdown_grace = \"1s\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "HARNESSD_BE_MAIN=1", "HARNESSD_SOCKET="+h.socket)
+	return cmd
+}
+
+// serve starts `harnessd serve` and waits until it answers.
+func (h *harness) serve() *exec.Cmd {
+	h.t.Helper()
+	cmd := h.command("serve", "--config", h.config, "--data", h.dir, "--socket", h.socket)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		if h.t.Failed() {
+			h.t.Logf("daemon log:\n%s", logs.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, code := h.run("session", "ls"); code == 0 {
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("daemon did not answer in 20s:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (h *harness) run(args ...string) (stdout, stderr string, code int) {
+	h.t.Helper()
+	cmd := h.command(args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		h.t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func (h *harness) must(args ...string) string {
+	h.t.Helper()
+	out, errOut, code := h.run(args...)
+	if code != 0 {
+		h.t.Fatalf("harnessd %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+func TestCLI(t *testing.T) {
+	h := newHarness(t)
+	srv := h.serve()
+
+	if id := strings.TrimSpace(h.must("session", "new", "--id", "w", "--label", "task=cli")); id != "w" {
+		t.Fatalf("session new printed %q", id)
+	}
+	h.must("exec", "w", "--", "cd /tmp && export A=hello")
+	out, _, code := h.run("exec", "w", "--", `echo "$A from $PWD"; (exit 3)`)
+	if out != "hello from /tmp\n" || code != 3 {
+		t.Fatalf("exec: %q exit %d (want the command's exit code)", out, code)
+	}
+	out, errOut, code := h.run("exec", "w", "--", "seq", "1", "3000")
+	m := regexp.MustCompile(`harnessd output (o\d+)`).FindStringSubmatch(errOut)
+	if code != 0 || !strings.Contains(out, "lines (") || m == nil {
+		t.Fatalf("trimmed exec: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if got := h.must("output", m[1], "--lines", "1500-1502"); got != "1500\n1501\n1502\n" {
+		t.Fatalf("output --lines: %q", got)
+	}
+	if got := h.must("output", m[1]); strings.Count(got, "\n") != 3000 {
+		t.Fatalf("whole output: %d lines", strings.Count(got, "\n"))
+	}
+	// Still running at the soft timeout: the documented status, then poll.
+	out, errOut, code = h.run("exec", "w", "--", "sleep 0.2; echo late; sleep 12")
+	if code != cli.ExitStillRunning || !strings.Contains(errOut, "still running") {
+		t.Fatalf("long command: exit %d %q %q", code, out, errOut)
+	}
+	h.run("exec", "--input", "w", "--", "C-c")
+
+	var infos []daemon.Info
+	if err := json.Unmarshal([]byte(h.must("session", "ls", "--json")), &infos); err != nil || len(infos) != 1 || infos[0].Labels["task"] != "cli" {
+		t.Fatalf("session ls --json: %+v %v", infos, err)
+	}
+	if got := h.must("session", "show", "w"); !strings.Contains(got, "state") || !strings.Contains(got, "live") {
+		t.Fatalf("session show: %q", got)
+	}
+	lines := strings.Split(strings.TrimSpace(h.must("events", "w", "--json")), "\n")
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("events --json: not JSON: %q", l)
+		}
+	}
+	if got := h.must("events", "w"); !strings.Contains(got, "cmd_output") || !strings.Contains(got, "(answers #") {
+		t.Fatalf("events: %q", got)
+	}
+
+	// A follower sees the deletion and exits 0.
+	follow := h.command("events", "-f", "w")
+	var fo bytes.Buffer
+	follow.Stdout = &fo
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	h.must("session", "rm", "w")
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("events -f: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		follow.Process.Kill()
+		t.Fatal("events -f did not end when the session was deleted")
+	}
+	if !strings.Contains(lastLine(fo.String()), "sandbox_stopped") {
+		t.Fatalf("follower's last line: %q", lastLine(fo.String()))
+	}
+	_, errOut, code = h.run("exec", "w", "--", "true")
+	if code != 1 || !strings.Contains(errOut, "session_ended") {
+		t.Fatalf("exec on a deleted session: %d %q", code, errOut)
+	}
+	out, errOut, code = h.run("replay", "w")
+	if code != 0 || !strings.Contains(out, "$ seq 1 3000") || !strings.Contains(errOut, "no gaps") {
+		t.Fatalf("replay: %d\n%s\n%s", code, out, errOut)
+	}
+
+	// Plain curl works too.
+	if curl, err := exec.LookPath("curl"); err == nil {
+		b, err := exec.Command(curl, "-s", "--unix-socket", h.socket, "http://localhost/v1/sessions/w").Output()
+		if err != nil || !strings.Contains(string(b), `"state":"stopped"`) {
+			t.Fatalf("curl: %s %v", b, err)
+		}
+	} else {
+		t.Fatal("curl is needed (scripts/test installs it)")
+	}
+
+	// SIGTERM: a clean stop, exit 0, the socket gone.
+	srv.Process.Signal(syscall.SIGTERM)
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
+	if _, err := os.Stat(h.socket); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket after SIGTERM: %v", err)
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+func TestCLINotRunning(t *testing.T) {
+	h := newHarness(t)
+	_, errOut, code := h.run("session", "ls")
+	if code != 3 || !strings.Contains(errOut, "is harnessd serve running? socket: "+h.socket) {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+	_, errOut, code = h.run("frobnicate")
+	if code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Fatalf("exit %d: %q", code, errOut)
+	}
+	os.WriteFile(h.config, []byte("[daemon]\nmax_body = 1\n"), 0o644)
+	_, errOut, code = h.run("serve", "--config", h.config)
+	if code != 2 || !strings.Contains(errOut, h.config+":2: daemon.max_body") {
+		t.Fatalf("bad config: exit %d: %q", code, errOut)
+	}
+}
+
+// TestKillAndRestart: after SIGKILL, the next daemon marks the live
+// session interrupted, and its history is still readable.
+func TestKillAndRestart(t *testing.T) {
+	h := newHarness(t)
+	srv := h.serve()
+	h.must("session", "new", "--id", "k")
+	h.must("exec", "k", "--", "echo before the crash")
+	srv.Process.Kill()
+	srv.Wait()
+	h.serve()
+	var info daemon.Info
+	if err := json.Unmarshal([]byte(h.must("session", "show", "k", "--json")), &info); err != nil || info.State != daemon.StateInterrupted {
+		t.Fatalf("after restart: %+v %v", info, err)
+	}
+	out := h.must("replay", "k")
+	if !strings.Contains(out, "before the crash") || !strings.Contains(out, "crashed or was killed") {
+		t.Fatalf("replay after crash:\n%s", out)
+	}
+}
+
+// TestDemo runs the README's first command.
+func TestDemo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "demo")
+	cmd.Env = append(os.Environ(), "HARNESSD_BE_MAIN=1", "TMPDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	var last string
+	for sc.Scan() {
+		last = sc.Text()
+	}
+	if last != "all 7 acts passed" {
+		t.Fatalf("demo's last line %q:\n%s", last, out)
+	}
+}

@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/harnessd/harnessd/core/cli"
 	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/core/systemd/sdtest"
 )
 
 // The test binary doubles as harnessd: with HARNESSD_BE_MAIN=1 it runs the
@@ -57,8 +59,8 @@ func (h *harness) command(args ...string) *exec.Cmd {
 func (h *harness) serve() *exec.Cmd {
 	h.t.Helper()
 	cmd := h.command("serve", "--config", h.config, "--data", h.dir, "--socket", h.socket)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
+	logs := new(syncBuffer)
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		h.t.Fatal(err)
 	}
@@ -208,6 +210,25 @@ func TestCLI(t *testing.T) {
 	}
 }
 
+// syncBuffer is a bytes.Buffer a child's output can be read from while it
+// runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	return s[strings.LastIndexByte(s, '\n')+1:]
@@ -267,5 +288,57 @@ func TestDemo(t *testing.T) {
 	}
 	if last != "all 7 acts passed" {
 		t.Fatalf("demo's last line %q:\n%s", last, out)
+	}
+}
+
+// TestSystemd runs `harnessd serve` as systemd would start it from
+// harnessd.socket: the socket made by the manager and passed as fd 3
+// (LISTEN_FDS), READY=1 expected on NOTIFY_SOCKET once it serves, watchdog
+// pings, and STOPPING=1 then exit 0 on SIGTERM.
+func TestSystemd(t *testing.T) {
+	h := newHarness(t)
+	m := sdtest.New(t)
+	m.Listen(t, h.socket)
+	cmd := h.command("serve", "--config", h.config, "--data", h.dir)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	m.Prepare(cmd, 2*time.Second)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s\nnotify messages: %q", logs.String(), m.Messages())
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.WaitFor(ctx, "READY=1"); err != nil {
+		t.Fatal(err)
+	}
+	// Ready means serving: the first request works at once.
+	if id := strings.TrimSpace(h.must("session", "new", "--id", "sd")); id != "sd" {
+		t.Fatalf("session new: %q", id)
+	}
+	if err := m.WaitFor(ctx, "WATCHDOG=1"); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := m.WaitFor(ctx, "STOPPING=1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	if !strings.Contains(logs.String(), "socket activated") {
+		t.Errorf("the daemon did not say it was socket-activated:\n%s", logs.String())
+	}
+	// The socket belongs to the manager: still there for the next start.
+	if _, err := os.Stat(h.socket); err != nil {
+		t.Fatalf("activated socket removed by the daemon: %v", err)
 	}
 }

@@ -157,6 +157,27 @@ func (d *Daemon) setState(ctx context.Context, id, state string) error {
 	return nil
 }
 
+// Healthy reports whether the daemon can still do its work: the store
+// answers a read and the daemon's own lock is free within ctx. The
+// systemd watchdog pings only while it passes.
+func (d *Daemon) Healthy(ctx context.Context) error {
+	locked := make(chan struct{})
+	go func() {
+		d.mu.Lock()
+		d.mu.Unlock()
+		close(locked)
+	}()
+	select {
+	case <-locked:
+	case <-ctx.Done():
+		return fmt.Errorf("daemon lock: %w", ctx.Err())
+	}
+	if _, err := d.st.Session(ctx, "healthz"); err != nil && !errors.Is(err, store.ErrSessionNotFound) {
+		return fmt.Errorf("store: %w", err)
+	}
+	return ctx.Err()
+}
+
 // Bus is the daemon's event bus, for followers.
 func (d *Daemon) Bus() *event.Bus { return d.bus }
 

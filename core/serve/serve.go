@@ -13,11 +13,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/core/systemd"
 	"github.com/harnessd/harnessd/store"
 )
 
@@ -28,8 +30,9 @@ const BatchSyncEvery = 5 * time.Millisecond
 type Options struct {
 	Config config.Config // resolved: file, environment and flags applied
 
-	// Listener, if set, is served instead of creating the socket (socket
-	// activation, tests).
+	// Listener, if set, is served instead of creating the socket. Without
+	// it, a socket systemd passed (socket activation) is used if there is
+	// one, else daemon.socket is created.
 	Listener net.Listener
 
 	// Ready, if set, is called once the store is open and the socket is
@@ -47,13 +50,39 @@ func Run(ctx context.Context, opts Options) error {
 		log = slog.Default()
 	}
 	cfg := opts.Config
+	ln := opts.Listener
+	if ln == nil {
+		// Take systemd's sockets first, before anything can start a child
+		// that would inherit LISTEN_FDS.
+		lns, err := systemd.Listeners()
+		if err != nil {
+			return fmt.Errorf("socket activation: %w", err)
+		}
+		if len(lns) > 1 {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("socket activation: %d sockets passed; harnessd serves one (check harnessd.socket)", len(lns))
+		}
+		if len(lns) == 1 {
+			ln = lns[0]
+			log.Info("socket activated", "addr", ln.Addr())
+		}
+	}
+	closeLn := func() {
+		if ln != nil {
+			ln.Close()
+		}
+	}
 	dataDir := cfg.DataPath(nil)
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		closeLn()
 		return fmt.Errorf("data directory: %w", err)
 	}
 	metrics := daemon.NewMetrics()
 	storePath := cfg.StorePath(nil)
 	if err := os.MkdirAll(filepath.Dir(storePath), 0o700); err != nil {
+		closeLn()
 		return fmt.Errorf("store directory: %w", err)
 	}
 	sopts := &store.Options{OnCommit: metrics.ObserveCommit}
@@ -62,6 +91,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	st, err := store.Open(storePath, sopts)
 	if err != nil {
+		closeLn()
 		return err
 	}
 	stClosed := false
@@ -72,10 +102,10 @@ func Run(ctx context.Context, opts Options) error {
 	}()
 	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, DataDir: dataDir, Metrics: metrics, Logger: log})
 	if err != nil {
+		closeLn()
 		return err
 	}
 
-	ln := opts.Listener
 	socket := cfg.SocketPath(nil)
 	if ln == nil {
 		if ln, err = api.Listen(socket); err != nil {
@@ -94,9 +124,21 @@ func Run(ctx context.Context, opts Options) error {
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("harnessd serving", "socket", socket, "store", storePath, "durability", cfg.Store.Durability,
 		"data", dataDir, "pid", os.Getpid())
+	if sent, err := systemd.Ready(); err != nil {
+		log.Warn("sd_notify READY", "err", err)
+	} else if sent {
+		systemd.Status("serving on %s", socket)
+	}
 	if opts.Ready != nil {
 		opts.Ready(socket)
 	}
+	wdCtx, stopWatchdog := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := systemd.Watchdog(wdCtx, d.Healthy); err != nil {
+			log.Warn("systemd watchdog", "err", err)
+		}
+	})
 
 	var serveErr error
 	select {
@@ -105,6 +147,9 @@ func Run(ctx context.Context, opts Options) error {
 	case serveErr = <-served:
 		log.Error("API server stopped", "err", serveErr)
 	}
+	systemd.Stopping()
+	stopWatchdog()
+	wg.Wait()
 	srv.StopAccepting()
 	derr := d.Shutdown(context.Background(), cfg.Daemon.ShutdownGrace.Duration)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -1,0 +1,125 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// pool keeps up to size ready values (sandboxes with their shells at the
+// first prompt) so that creating a session is a hit rather than a cold
+// start. One goroutine, owned by the pool, refills it in the background;
+// take never waits for it. A value leaves the pool once and is never put
+// back: a sandbox a session has touched is never reused.
+type pool[T any] struct {
+	size    int
+	create  func(ctx context.Context) (T, error)
+	discard func(T)
+	log     *slog.Logger
+
+	ready  chan T
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	hits   uint64
+	misses uint64
+}
+
+func newPool[T any](size int, create func(context.Context) (T, error), discard func(T), log *slog.Logger) *pool[T] {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pool[T]{
+		size: size, create: create, discard: discard, log: log,
+		ready:  make(chan T, size),
+		wake:   make(chan struct{}, 1),
+		cancel: cancel,
+		done:   make(chan struct{}),
+	}
+	go p.fill(ctx)
+	return p
+}
+
+// take returns a ready value, or false at once when there is none.
+func (p *pool[T]) take() (T, bool) {
+	select {
+	case v := <-p.ready:
+		p.mu.Lock()
+		p.hits++
+		p.mu.Unlock()
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		return v, true
+	default:
+		p.mu.Lock()
+		p.misses++
+		p.mu.Unlock()
+		var zero T
+		return zero, false
+	}
+}
+
+// stats returns the hits and misses so far.
+func (p *pool[T]) stats() (hits, misses uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hits, p.misses
+}
+
+// fill keeps the pool full. A failure to create backs off (up to 30s) so a
+// host that cannot make sandboxes is not hammered; requests then start
+// cold and report the real error.
+func (p *pool[T]) fill(ctx context.Context) {
+	defer close(p.done)
+	backoff := 100 * time.Millisecond
+	for {
+		for len(p.ready) < p.size {
+			v, err := p.create(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				p.log.Warn("warm pool: could not make a sandbox; retrying", "err", err, "in", backoff)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 30*time.Second)
+				continue
+			}
+			backoff = 100 * time.Millisecond
+			select {
+			case p.ready <- v:
+			default:
+				p.discard(v) // cannot happen: only fill sends
+			}
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		}
+	}
+}
+
+// close stops the filler and discards what is ready. It blocks until both
+// are done.
+func (p *pool[T]) close() {
+	p.cancel()
+	<-p.done
+	for {
+		select {
+		case v := <-p.ready:
+			p.discard(v)
+		default:
+			return
+		}
+	}
+}

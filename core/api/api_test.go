@@ -30,7 +30,7 @@ import (
 // testDaemon is a real `harnessd serve` (in-process) on a real socket over
 // a real bbolt file in a temp dir.
 type testDaemon struct {
-	t      *testing.T
+	t      testing.TB
 	cfg    config.Config
 	socket string
 	cl     *api.Client
@@ -38,7 +38,7 @@ type testDaemon struct {
 	done   chan error
 }
 
-func testConfig(t *testing.T, dir string) config.Config {
+func testConfig(_ testing.TB, dir string) config.Config {
 	cfg := config.Default()
 	cfg.Daemon.DataDir = dir
 	cfg.Daemon.Socket = filepath.Join(dir, "h.sock")
@@ -48,7 +48,7 @@ func testConfig(t *testing.T, dir string) config.Config {
 	return cfg
 }
 
-func startDaemon(t *testing.T, cfg config.Config) *testDaemon {
+func startDaemon(t testing.TB, cfg config.Config) *testDaemon {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	td := &testDaemon{t: t, cfg: cfg, stop: cancel, done: make(chan error, 1)}
@@ -105,9 +105,7 @@ func run(t *testing.T, cl *api.Client, id, command string) event.CmdOutput {
 // raw sends one request with the socket as plain HTTP, as curl would.
 func raw(t *testing.T, socket, method, path, body string) (int, string) {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-	}}}
+	hc := &http.Client{Transport: &http.Transport{DialContext: dialer(socket)}}
 	defer hc.CloseIdleConnections()
 	req, _ := http.NewRequest(method, "http://x"+path, strings.NewReader(body))
 	resp, err := hc.Do(req)
@@ -117,6 +115,12 @@ func raw(t *testing.T, socket, method, path, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+func dialer(socket string) func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}
 }
 
 func TestSessionLifecycle(t *testing.T) {

@@ -3,10 +3,20 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary be the sessions section's daemon, as the
+// bench binary is: re-exec'd with envServe set, it is `harnessd serve`.
+func TestMain(m *testing.M) {
+	if code, ok := serveChild(); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
 
 // TestQuick runs the whole benchmark in -quick mode, as CI does, and checks
 // the report's shape, not its figures: those mean something only on a

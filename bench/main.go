@@ -23,6 +23,16 @@
 //   - stream: 1 GiB through session.Run against the same producer into
 //     `wc -c` and onto a bare PTY: throughput, and this process's peak RSS
 //     growth.
+//   - api: `true` through the daemon's API (client -> socket -> session ->
+//     PTY -> store -> back) with strict and with batch durability, beside
+//     the in-process terminal and a bare one-key bbolt commit on the same
+//     disk (strict's floor is two commits and the terminal), and beside
+//     `docker exec` where a Docker engine answers (skipped with a note
+//     where not).
+//   - sessions: sessions created per second with one client and with 8,
+//     and the daemon's RSS per idle session at 100 and 1,000 sessions
+//     (20 and 100 under -quick), the daemon being this binary re-exec'd as
+//     `harnessd serve` so its memory is its own.
 //
 // Each target prints PASS or MISS beside it. A MISS never fails the run;
 // the exit status is non-zero only when something could not be measured
@@ -32,8 +42,10 @@
 //
 // Linux only: it reads /proc/self/status, resets the peak RSS through
 // /proc/self/clear_refs and opens PTYs through /dev/ptmx. RSS figures are
-// this process's (the daemon's side); the shell and the producers are
-// separate processes and are not counted.
+// this process's (the daemon's side), except in the sessions section, where
+// they are the re-exec'd daemon's; the shells and the producers are
+// separate processes and are not counted (the sessions section reports the
+// shells' separately).
 package main
 
 import (
@@ -48,9 +60,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/harnessd/harnessd/core/config"
 )
 
 func main() {
+	if code, ok := serveChild(); ok {
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -63,6 +80,11 @@ type options struct {
 	quick bool            // small sizes for a smoke run
 	json  bool            // JSON instead of the table
 	only  map[string]bool // sections to run; nil means all
+
+	// driver is [sandbox] driver for the sessions section's daemon, passed
+	// through to its harness.toml. Only "none" until the native sandbox is
+	// wired into the daemon; a -driver flag will set it then.
+	driver string
 }
 
 // section is one part of the report, run by name.
@@ -75,6 +97,11 @@ type section struct {
 var sections = []section{
 	{"roundtrip", "round trip of `true`", (*bench).roundTrip},
 	{"tmux", "round trip of `true` through tmux, OpenHands-style", (*bench).tmux},
+	// api and sessions run before lines and stream: those leave the disk
+	// busy writing back what they spilled, and strict durability's
+	// fsyncs would wait for it.
+	{"api", "round trip of `true` through the daemon's API", (*bench).api},
+	{"sessions", "sessions created per second, and daemon memory per idle session", (*bench).sessions},
 	{"lines", "100,000 lines end to end (PTY -> clean -> trim -> spill)", (*bench).lines},
 	{"stream", "a long stream through session.Run", (*bench).stream},
 }
@@ -107,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var opts options
+	opts := options{driver: config.DriverNone}
 	var only string
 	fs.IntVar(&opts.n, "n", 2000, "iterations for the round trips (warm terminal, bash -c, raw PTY); -quick makes the default 100")
 	fs.BoolVar(&opts.quick, "quick", false, "small sizes, for a smoke run in CI")

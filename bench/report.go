@@ -58,13 +58,15 @@ type Row struct {
 type Measure struct {
 	Label string  `json:"label,omitempty"` // what it is, for a baseline
 	Value float64 `json:"value"`
-	Unit  string  `json:"unit"` // unitSeconds, unitBytes or unitMBps
+	Unit  string  `json:"unit"` // unitSeconds, unitBytes, unitMBps, unitPerSec or unitCount
 }
 
 const (
 	unitSeconds = "s"
 	unitBytes   = "B"
 	unitMBps    = "MB/s" // 10^6 bytes a second
+	unitPerSec  = "/s"   // events (e.g. sessions created) a second
+	unitCount   = "count"
 )
 
 func dur(d time.Duration) Measure { return Measure{Value: d.Seconds(), Unit: unitSeconds} }
@@ -74,6 +76,10 @@ func bytesM(n int64) Measure { return Measure{Value: float64(n), Unit: unitBytes
 func mbps(n int64, d time.Duration) Measure {
 	return Measure{Value: float64(n) / 1e6 / d.Seconds(), Unit: unitMBps}
 }
+
+func perSecond(r float64) Measure { return Measure{Value: r, Unit: unitPerSec} }
+
+func count(n int) Measure { return Measure{Value: float64(n), Unit: unitCount} }
 
 func labelled(label string, m Measure) *Measure {
 	m.Label = label
@@ -208,6 +214,10 @@ func formatMeasure(m Measure) string {
 		return formatBytes(m.Value)
 	case unitMBps:
 		return fmt.Sprintf("%.0f MB/s", m.Value)
+	case unitPerSec:
+		return fmt.Sprintf("%.1f /s", m.Value)
+	case unitCount:
+		return fmt.Sprintf("%.0f", m.Value)
 	}
 	return fmt.Sprintf("%g %s", m.Value, m.Unit)
 }

@@ -252,6 +252,7 @@ func (d *Daemon) start(ctx context.Context, id string) (*liveSession, error) {
 	}
 	cfg := session.ConfigFrom(d.cfg, ws)
 	cfg.Events, cfg.Outputs, cfg.Logger = d.bus, d.st.Outputs(), d.log
+	cfg.Pipeline = d.cfg.Store.Durability == config.DurabilityBatch
 	sess, err := session.New(ctx, id, cfg)
 	if err != nil {
 		return nil, err

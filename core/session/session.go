@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -29,6 +30,13 @@ type Config struct {
 	// Outputs keeps every command's full output. Nil keeps none.
 	Outputs trim.OutputStore
 	Logger  *slog.Logger
+
+	// Pipeline starts a command while its cmd_run is still being
+	// committed, instead of after (batch durability: the observation is
+	// still recorded only after the action, with its seq as cause). A
+	// crash in between can leave a command that ran without its record,
+	// which strict durability (Pipeline false) rules out.
+	Pipeline bool
 }
 
 // Result is one command's round trip: the action as recorded, the
@@ -49,8 +57,9 @@ type Session struct {
 	events  Recorder
 	outputs trim.OutputStore
 	trim    trim.Config
-	log     *slog.Logger
-	dir     string
+	log      *slog.Logger
+	dir      string
+	pipeline bool
 }
 
 // New starts a session's terminal and records sandbox_started.
@@ -65,7 +74,7 @@ func New(ctx context.Context, id string, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
-	s := &Session{id: id, term: term, events: cfg.Events, outputs: cfg.Outputs, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir}
+	s := &Session{id: id, term: term, events: cfg.Events, outputs: cfg.Outputs, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir, pipeline: cfg.Pipeline}
 	// No isolation yet: the shell runs on the host, and the event says so.
 	if _, err := s.Record(ctx, event.SourceRuntime, 0, event.SandboxStarted{Driver: "none", SandboxID: fmt.Sprint(term.PID()), Workdir: cfg.Terminal.Dir}); err != nil {
 		term.Close()
@@ -97,9 +106,20 @@ func (s *Session) Record(ctx context.Context, src event.Source, cause uint64, p 
 // that no effect is ever without its record, runs it in the session's
 // shell, and records the cmd_output observation that answers it.
 func (s *Session) Run(ctx context.Context, src event.Source, c event.CmdRun) (Result, error) {
-	action, err := s.Record(ctx, src, 0, c)
-	if err != nil {
-		return Result{}, err
+	var action event.Event
+	var recorded chan error
+	if s.pipeline {
+		recorded = make(chan error, 1)
+		go func() {
+			var err error
+			action, err = s.Record(ctx, src, 0, c)
+			recorded <- err
+		}()
+	} else {
+		var err error
+		if action, err = s.Record(ctx, src, 0, c); err != nil {
+			return Result{}, err
+		}
 	}
 	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs}
 	tr := trim.New(s.trim, spill)
@@ -133,6 +153,11 @@ func (s *Session) Run(ctx context.Context, src event.Source, c event.CmdRun) (Re
 			LinesOmitted: tres.LinesOmitted,
 			BytesOmitted: tres.BytesOmitted,
 			OutputID:     id,
+		}
+	}
+	if recorded != nil {
+		if err := <-recorded; err != nil {
+			return Result{Output: out, Trim: tres}, errors.Join(err, runErr)
 		}
 	}
 	// Record the observation even if the terminal failed (ctx ended): the

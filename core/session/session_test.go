@@ -153,8 +153,16 @@ func TestSpillIsByteIdenticalAfterCleaning(t *testing.T) {
 // TestEventsAreRecordedInOrder runs commands through a session over an
 // in-memory log and checks the action/observation pairs and their causes.
 func TestEventsAreRecordedInOrder(t *testing.T) {
+	for _, pipeline := range []bool{false, true} {
+		t.Run(fmt.Sprint("pipeline=", pipeline), func(t *testing.T) { eventsInOrder(t, pipeline) })
+	}
+}
+
+// eventsInOrder: with or without pipelining (batch durability), the
+// action comes before its observation, which names it as cause.
+func eventsInOrder(t *testing.T, pipeline bool) {
 	log := event.NewMemLog()
-	s, err := New(context.Background(), "rec", Config{Terminal: terminal.Options{Dir: t.TempDir()}, Events: log})
+	s, err := New(context.Background(), "rec", Config{Terminal: terminal.Options{Dir: t.TempDir()}, Events: log, Pipeline: pipeline})
 	if err != nil {
 		t.Fatal(err)
 	}

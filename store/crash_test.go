@@ -316,6 +316,9 @@ func checkCrashed(t *testing.T, cycle int, path string, st *crashState) (events 
 	ctx := t.Context()
 	if db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second}); err == nil {
 		db.View(func(tx *bolt.Tx) error {
+			if tx.Bucket(bucketTrash) == nil || tx.Bucket(bucketMeta) == nil || tx.Bucket(bucketLog) == nil {
+				return nil // killed before its first Open made the buckets: a valid empty file
+			}
 			sweep = tx.Bucket(bucketTrash).Stats().KeyN > 0
 			var mark uint64
 			if v := tx.Bucket(bucketMeta).Get(keyIndexed); len(v) == 8 {

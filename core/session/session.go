@@ -52,11 +52,11 @@ type Result struct {
 // Session is one agent's shell, the place its full outputs go, and the log
 // its events go to.
 type Session struct {
-	id      string
-	term    *terminal.Terminal
-	events  Recorder
-	outputs trim.OutputStore
-	trim    trim.Config
+	id       string
+	term     *terminal.Terminal
+	events   Recorder
+	outputs  trim.OutputStore
+	trim     trim.Config
 	log      *slog.Logger
 	dir      string
 	pipeline bool

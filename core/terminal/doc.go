@@ -28,6 +28,16 @@
 // (SIGINT, then SIGKILL after a grace period); if the shell itself no longer
 // answers it is rebuilt, and the result says so.
 //
+// # Sandboxes
+//
+// Options.Prepare and Options.Started let a sandbox driver (package
+// sandbox) wrap the shell. With Options.InitWrapped the started process is
+// a sandbox init whose one child is bash: the terminal finds bash's host
+// pid among the init's children right after Started and uses it for the
+// foreground check, /proc/PID/syscall, signals and Result.PID, while Close
+// and rebuild kill the init, which ends the sandbox's pid namespace. A
+// rebuild starts a fresh init, so a fresh sandbox over the same workspace.
+//
 // # Caveats
 //
 // The nonce is in the shell's own variables, so a command that deliberately

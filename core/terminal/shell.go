@@ -29,7 +29,8 @@ const queueDepth = 64
 type shell struct {
 	cmd    *exec.Cmd
 	master *os.File
-	pid    int
+	pid    int // bash's pid: the foreground check, /proc/PID/syscall, signals
+	leader int // the started process (bash, or the sandbox init over it); its session is killed on close
 
 	chunks chan []byte   // PTY output; closed when the master hits EOF/EIO
 	exited chan struct{} // closed when the bash process has been reaped
@@ -104,10 +105,31 @@ func startShell(opts *Options, m markers, ctlDir string) (*shell, error) {
 		master.Close()
 		return nil, fmt.Errorf("start %s: %w", opts.Shell, err)
 	}
+	leader := cmd.Process.Pid
+	fail := func(err error) (*shell, error) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		master.Close()
+		return nil, err
+	}
+	if opts.Started != nil {
+		if err := opts.Started(leader); err != nil {
+			return fail(fmt.Errorf("start %s: %w", opts.Shell, err))
+		}
+	}
+	pid := leader
+	if opts.InitWrapped {
+		p, err := initChild(leader, opts.StartWait)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %w", ErrShellStart, err))
+		}
+		pid = p
+	}
 	sh := &shell{
 		cmd:    cmd,
 		master: master,
-		pid:    cmd.Process.Pid,
+		pid:    pid,
+		leader: leader,
 		chunks: make(chan []byte, queueDepth),
 		exited: make(chan struct{}),
 	}
@@ -116,6 +138,33 @@ func startShell(opts *Options, m markers, ctlDir string) (*shell, error) {
 	go sh.read()
 	go sh.reap()
 	return sh, nil
+}
+
+// initChild finds the one child of a sandbox init (bash), waiting up to d
+// for it to appear. The init forks bash once; anything else that later
+// becomes its child (orphans it reaps) comes after the terminal has looked.
+func initChild(init int, d time.Duration) (int, error) {
+	dir := "/proc/" + strconv.Itoa(init) + "/task"
+	for end := time.Now().Add(d); ; time.Sleep(time.Millisecond) {
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			return 0, fmt.Errorf("sandbox init %d: %w", init, err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(filepath.Join(dir, task.Name(), "children"))
+			if err != nil {
+				continue
+			}
+			if f := bytes.Fields(b); len(f) > 0 {
+				if pid, err := strconv.Atoi(string(f[0])); err == nil {
+					return pid, nil
+				}
+			}
+		}
+		if time.Now().After(end) {
+			return 0, fmt.Errorf("sandbox init %d started no shell within %s", init, d)
+		}
+	}
 }
 
 // nonblocking returns the PTY master as a pollable file. creack/pty's Open
@@ -201,7 +250,7 @@ func (sh *shell) reap() {
 	sh.status = status
 	sh.exitMu.Unlock()
 	close(sh.exited)
-	killSession(sh.pid)
+	killSession(sh.leader)
 }
 
 func (sh *shell) exitStatus() int {
@@ -282,7 +331,10 @@ func (sh *shell) signalForeground(sig syscall.Signal) (int, error) {
 }
 
 // close kills bash and everything in its session and waits for the
-// goroutines. Safe to call more than once.
+// goroutines. Bash gets SIGHUP first (it passes it on to its jobs); what is
+// left after the grace period is killed, the started process last (a
+// sandbox init, whose death ends its pid namespace). Safe to call more than
+// once.
 func (sh *shell) close(grace time.Duration) {
 	if sh.alive() {
 		_ = unix.Kill(sh.pid, unix.SIGHUP)
@@ -290,11 +342,11 @@ func (sh *shell) close(grace time.Duration) {
 		case <-sh.exited:
 		case <-time.After(grace):
 		}
-		killSession(sh.pid)
-		_ = unix.Kill(sh.pid, unix.SIGKILL)
+		killSession(sh.leader)
+		_ = unix.Kill(sh.leader, unix.SIGKILL)
 		<-sh.exited
 	}
-	killSession(sh.pid)
+	killSession(sh.leader)
 	sh.master.Close()
 	// Drain so the reader can finish its last send.
 	for b := range sh.chunks {

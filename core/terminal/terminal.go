@@ -41,6 +41,18 @@ type Options struct {
 	// driver wraps it here).
 	Prepare func(*exec.Cmd) error
 
+	// Started, if set, is called with the started process's pid right
+	// after it starts (a sandbox driver joins it to its cgroup and lets it
+	// go on here). An error kills the process and fails the start.
+	Started func(pid int) error
+
+	// InitWrapped means the started process is not bash but a sandbox init
+	// whose one child is bash. The terminal then uses bash's pid for the
+	// foreground check, /proc/PID/syscall, signals and Result.PID, and
+	// kills the init (and with it the sandbox's processes) on Close and
+	// rebuild.
+	InitWrapped bool
+
 	Logger *slog.Logger
 }
 

@@ -1,0 +1,682 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Native is the driver that isolates each shell with Linux namespaces
+// (user, mount, pid, network, uts, ipc, cgroup), a private root of
+// read-only host directories, no capabilities and a seccomp filter.
+type Native struct {
+	opts    NativeOptions
+	procSys string // /proc/sys; tests point it elsewhere to simulate a host without user namespaces
+
+	hideMu sync.Mutex
+	hide   map[string]hideEntry
+}
+
+type hideEntry struct {
+	at    time.Time
+	paths []hiddenPath
+}
+
+// hideTTL is how long a scan of etc for unreadable files is reused.
+const hideTTL = 10 * time.Second
+
+var _ Driver = (*Native)(nil)
+
+// NewNative returns the native driver; nil opts means the defaults.
+func NewNative(opts *NativeOptions) (*Native, error) {
+	var o NativeOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Exe == "" {
+		o.Exe = "/proc/self/exe"
+	}
+	if _, err := os.Stat(o.Exe); err != nil {
+		return nil, fmt.Errorf("sandbox init binary: %w", err)
+	}
+	if o.StateDir == "" {
+		o.StateDir = defaultStateDir()
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Native{opts: o, procSys: "/proc/sys", hide: map[string]hideEntry{}}, nil
+}
+
+func defaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/harnessd/sandboxes"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "harnessd", "sandboxes")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("harnessd-%d", os.Getuid()), "sandboxes")
+}
+
+// Name is "native".
+func (*Native) Name() string { return "native" }
+
+// CheckHost reports whether this host lets the driver create sandboxes:
+// nil, or an error wrapping ErrUserNamespaces that names the setting to
+// change.
+func (d *Native) CheckHost() error {
+	read := func(name string) (string, bool) {
+		b, err := os.ReadFile(filepath.Join(d.procSys, name))
+		return strings.TrimSpace(string(b)), err == nil
+	}
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		return featureError("this kernel has no user namespaces (CONFIG_USER_NS): use a kernel built with it, or set sandbox.driver = \"none\" (no isolation)")
+	}
+	if v, ok := read("user/max_user_namespaces"); ok && v == "0" {
+		return featureError("user namespaces are disabled (%s/user/max_user_namespaces is 0): set it above 0, e.g. `sysctl -w user.max_user_namespaces=15000` (and in /etc/sysctl.d), or set sandbox.driver = \"none\" (no isolation)", d.procSys)
+	}
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	if v, ok := read("kernel/unprivileged_userns_clone"); ok && v == "0" {
+		return featureError("unprivileged user namespaces are disabled (%s/kernel/unprivileged_userns_clone is 0): `sysctl -w kernel.unprivileged_userns_clone=1`, or run harnessd as root", d.procSys)
+	}
+	if v, ok := read("kernel/apparmor_restrict_unprivileged_userns"); ok && v == "1" {
+		return featureError("AppArmor restricts unprivileged user namespaces (%s/kernel/apparmor_restrict_unprivileged_userns is 1): `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`, give harnessd an AppArmor profile that allows userns, or run harnessd as root", d.procSys)
+	}
+	return nil
+}
+
+// Create makes the sandbox's directories and control group. Nothing runs
+// until a terminal starts a shell through Prepare and Started.
+func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
+	spec, err := spec.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if spec.Workspace == "" {
+		return nil, fmt.Errorf("%w: workspace is required", ErrInvalidSpec)
+	}
+	if err := d.CheckHost(); err != nil {
+		return nil, err
+	}
+	ws, err := realDir(spec.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("%w: workspace: %w", ErrInvalidSpec, err)
+	}
+	spec.Workspace = ws
+	sys := "/"
+	if spec.Image != "" {
+		if sys, err = realDir(spec.Image); err != nil {
+			return nil, fmt.Errorf("%w: image: %w", ErrInvalidSpec, err)
+		}
+	}
+	hidden, err := d.hidden(filepath.Join(sys, "etc"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(d.opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox state dir: %w", err)
+	}
+	dir := filepath.Join(d.opts.StateDir, spec.ID)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
+	}
+	s := &nativeSandbox{d: d, spec: spec, dir: dir, ctl: filepath.Join(dir, "ctl"), root: filepath.Join(dir, "root")}
+	for _, p := range []string{s.ctl, s.root} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
+		}
+	}
+	if d.opts.Cgroups != nil {
+		g, err := d.opts.Cgroups(spec.ID, spec.Limits)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("sandbox %s: cgroup: %w", spec.ID, err)
+		}
+		s.group = g
+	}
+	s.cfg = s.initConfig(hidden)
+	s.enforced = s.enforcement()
+	d.opts.Logger.DebugContext(ctx, "sandbox created", "sandbox", spec.ID, "workspace", ws, "network", spec.Network, "limits", s.enforced)
+	return s, nil
+}
+
+func realDir(p string) (string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if p, err = filepath.EvalSymlinks(p); err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", p)
+	}
+	return p, nil
+}
+
+// hidden lists what under etc is not world-readable (files without o+r,
+// directories without o+rx, sockets and fifos): /etc/shadow, private keys
+// and the like. The sandbox's root is mapped to the daemon's uid, so it
+// would own such files; they are covered with empty ones instead. A scan
+// is reused for hideTTL.
+func (d *Native) hidden(etc string) ([]hiddenPath, error) {
+	d.hideMu.Lock()
+	defer d.hideMu.Unlock()
+	if e, ok := d.hide[etc]; ok && time.Since(e.at) < hideTTL {
+		return e.paths, nil
+	}
+	var out []hiddenPath
+	err := filepath.WalkDir(etc, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if p == etc && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			if de != nil && de.IsDir() && p != etc {
+				rel, _ := filepath.Rel(etc, p)
+				out = append(out, hiddenPath{Path: rel, Dir: true})
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if p == etc || de.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := de.Info()
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(etc, p)
+		m := fi.Mode()
+		switch {
+		case m.IsDir():
+			if m.Perm()&0o005 != 0o005 {
+				out = append(out, hiddenPath{Path: rel, Dir: true})
+				return fs.SkipDir
+			}
+		case m.IsRegular():
+			if m.Perm()&0o004 == 0 {
+				out = append(out, hiddenPath{Path: rel})
+			}
+		default:
+			out = append(out, hiddenPath{Path: rel})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scan %s: %w", etc, err)
+	}
+	d.hide[etc] = hideEntry{at: time.Now(), paths: out}
+	return out, nil
+}
+
+// pidNamespacePidMax reports whether this kernel keeps pid_max per pid
+// namespace (Linux 6.14). On older kernels the sysctl is global and must
+// never be written from a sandbox.
+func pidNamespacePidMax() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	if _, err := fmt.Sscanf(rel, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 6 || major == 6 && minor >= 14
+}
+
+// nativeSandbox is one sandbox of the native driver.
+type nativeSandbox struct {
+	d        *Native
+	spec     Spec
+	dir      string // state directory: ctl and root below it
+	ctl      string
+	root     string
+	cfg      initConfig
+	group    Group
+	enforced []Enforced
+
+	mu        sync.Mutex
+	pending   *launch // prepared, not yet Started
+	inits     []*initProc
+	destroyed bool
+
+	destroyOnce sync.Once
+	destroyErr  error
+}
+
+// launch is one init between Prepare and Started.
+type launch struct {
+	conn  *os.File // the daemon's end of the socket
+	child *os.File // the init's end, closed here once it has started
+}
+
+func (l *launch) close() {
+	l.conn.Close()
+	l.child.Close()
+}
+
+// initProc is one started init, held by pidfd so a recycled pid is never
+// signalled.
+type initProc struct {
+	pid   int
+	pidfd int
+}
+
+func (s *nativeSandbox) ID() string         { return s.spec.ID }
+func (s *nativeSandbox) Workdir() string    { return s.spec.Workdir }
+func (s *nativeSandbox) ControlDir() string { return s.ctl }
+func (s *nativeSandbox) InitWrapped() bool  { return true }
+
+func (s *nativeSandbox) initConfig(hidden []hiddenPath) initConfig {
+	cfg := initConfig{
+		ID:         s.spec.ID,
+		Root:       s.root,
+		Image:      s.spec.Image,
+		ReadOnly:   s.spec.ReadOnly,
+		Hidden:     hidden,
+		Workspace:  s.spec.Workspace,
+		Workdir:    s.spec.Workdir,
+		Protected:  s.spec.Protected,
+		ControlDir: s.ctl,
+		TmpBytes:   s.spec.Limits.TmpBytes,
+		Hostname:   s.spec.Hostname,
+		NewNet:     s.spec.Network != NetworkHost,
+	}
+	if s.spec.Image != "" {
+		cfg.Image, _ = realDir(s.spec.Image)
+	}
+	if s.spec.Network == NetworkProxy {
+		cfg.ProxySocket = s.spec.ProxySocket
+	}
+	l := s.spec.Limits
+	var hard unix.Rlimit
+	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &hard)
+	nofile := uint64(l.NoFile)
+	if hard.Max > 0 && nofile > hard.Max {
+		nofile = hard.Max
+	}
+	cfg.Rlimits = append(cfg.Rlimits,
+		Rlimit{unix.RLIMIT_NOFILE, "RLIMIT_NOFILE", nofile},
+		Rlimit{unix.RLIMIT_CORE, "RLIMIT_CORE", 0})
+	if l.FileBytes > 0 {
+		cfg.Rlimits = append(cfg.Rlimits, Rlimit{unix.RLIMIT_FSIZE, "RLIMIT_FSIZE", uint64(l.FileBytes)})
+	}
+	if s.group != nil {
+		// What the cgroups of this host cannot enforce, the group hands
+		// back as rlimits.
+		for _, r := range s.group.Rlimits() {
+			cfg.Rlimits = append(cfg.Rlimits, r)
+			if r.Resource == unix.RLIMIT_NPROC && pidNamespacePidMax() {
+				cfg.PidMax = int(r.Value) + pidMaxSlack
+			}
+		}
+		return cfg
+	}
+	if l.MemoryBytes > 0 {
+		cfg.Rlimits = append(cfg.Rlimits, Rlimit{unix.RLIMIT_AS, "RLIMIT_AS", uint64(l.MemoryBytes)})
+	}
+	if l.Pids > 0 {
+		cfg.Rlimits = append(cfg.Rlimits, Rlimit{unix.RLIMIT_NPROC, "RLIMIT_NPROC", uint64(l.Pids)})
+		if pidNamespacePidMax() {
+			cfg.PidMax = l.Pids + pidMaxSlack
+		}
+	}
+	return cfg
+}
+
+// pidMaxSlack: once a pid namespace's pids wrap, the kernel hands out pids
+// from 300 up, so pid_max = limit+300 bounds the live pids to between
+// limit and limit+300.
+const pidMaxSlack = 300
+
+func (s *nativeSandbox) enforcement() []Enforced {
+	l := s.spec.Limits
+	rl := map[int]uint64{}
+	for _, r := range s.cfg.Rlimits {
+		rl[r.Resource] = r.Value
+	}
+	_, asLimit := rl[unix.RLIMIT_AS]
+	_, nprocLimit := rl[unix.RLIMIT_NPROC]
+	by := func(value int64, cgroup bool, fallback string) string {
+		switch {
+		case value == 0:
+			return "none"
+		case cgroup:
+			return "cgroup"
+		}
+		return fallback
+	}
+	grouped := s.group != nil
+	pids := "not enforced: needs a cgroup (RLIMIT_NPROC does not bind uid 0, and this kernel's pid_max is global)"
+	switch {
+	case s.cfg.PidMax > 0 && os.Geteuid() == 0:
+		pids = fmt.Sprintf("pid namespace pid_max (at most %d live pids; RLIMIT_NPROC does not bind uid 0)", s.cfg.PidMax)
+	case s.cfg.PidMax > 0:
+		pids = fmt.Sprintf("rlimit RLIMIT_NPROC and pid namespace pid_max %d", s.cfg.PidMax)
+	case os.Geteuid() != 0:
+		pids = "rlimit RLIMIT_NPROC"
+	}
+	e := []Enforced{
+		{"tmp", l.TmpBytes, "tmpfs size"},
+		{"memory", l.MemoryBytes, by(l.MemoryBytes, grouped && !asLimit, "rlimit RLIMIT_AS (address space of each process, not their sum)")},
+		{"pids", int64(l.Pids), by(int64(l.Pids), grouped && !nprocLimit, pids)},
+		{"cpu_weight", int64(l.CPUWeight), by(int64(l.CPUWeight), grouped, "not enforced: needs a cgroup")},
+		{"nofile", int64(rl[unix.RLIMIT_NOFILE]), "rlimit RLIMIT_NOFILE"},
+		{"core", 0, "rlimit RLIMIT_CORE"},
+	}
+	if v, ok := rl[unix.RLIMIT_FSIZE]; ok {
+		e = append(e, Enforced{"fsize", int64(v), "rlimit RLIMIT_FSIZE"})
+	}
+	return e
+}
+
+// cloneFlags are the namespaces every init starts in.
+const cloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS |
+	unix.CLONE_NEWIPC | unix.CLONE_NEWCGROUP
+
+// Prepare turns the terminal's bash command into `harnessd sandbox-init`
+// in new namespaces, with bash's command in the init's configuration.
+func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.destroyed {
+		return ErrDestroyed
+	}
+	if s.pending != nil { // a Start that failed: its Started never came
+		s.pending.close()
+		s.pending = nil
+	}
+	if len(cmd.ExtraFiles) > 0 {
+		return errors.New("sandbox: the shell command may not carry ExtraFiles")
+	}
+	cfg := s.cfg
+	cfg.Shell = shellSpec{Path: cmd.Path, Args: cmd.Args, Env: s.shellEnv(cmd.Env), Dir: cmd.Dir}
+	if cfg.Shell.Dir == "" {
+		cfg.Shell.Dir = s.spec.Workdir
+	}
+	msg, err := json.Marshal(&cfg)
+	if err != nil {
+		return fmt.Errorf("sandbox config: %w", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("socketpair", err)
+	}
+	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child")}
+	if _, err := l.conn.Write(append(msg, '\n')); err != nil {
+		l.close()
+		return fmt.Errorf("send sandbox config: %w", err)
+	}
+
+	cmd.Path = s.d.opts.Exe
+	cmd.Args = []string{"harnessd", InitCommand}
+	cmd.Dir = ""
+	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1"}
+	cmd.ExtraFiles = []*os.File{l.child}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	a := cmd.SysProcAttr
+	a.Cloneflags |= cloneFlags
+	if cfg.NewNet {
+		a.Cloneflags |= unix.CLONE_NEWNET
+	}
+	// One id inside, 0, is the daemon's own uid and gid outside (see the
+	// package doc): the sandbox owns exactly what the daemon owns, and
+	// setgroups is denied so groups cannot be dropped to get past a
+	// negative group permission.
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	a.Pdeathsig = syscall.SIGKILL
+	if s.group != nil {
+		s.group.Prepare(a) // else Started adds the init
+	}
+	s.pending = l
+	return nil
+}
+
+// standardPath is the shell's PATH inside: the daemon's own may name
+// directories the sandbox does not have.
+const standardPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func (s *nativeSandbox) shellEnv(env []string) []string {
+	over := []string{"PATH=" + standardPath, "HOME=" + s.spec.Workdir, "HOSTNAME=" + s.spec.Hostname}
+	if s.spec.Network == NetworkProxy {
+		u := "http://" + ProxyAddr
+		over = append(over, "HTTP_PROXY="+u, "HTTPS_PROXY="+u, "http_proxy="+u, "https_proxy="+u,
+			"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1")
+	}
+	return mergeEnv(env, append(over, s.spec.Env...))
+}
+
+// mergeEnv applies extra over base; a later KEY replaces an earlier one.
+func mergeEnv(base, extra []string) []string {
+	idx := make(map[string]int, len(base)+len(extra))
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range append(append([]string(nil), base...), extra...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// Started waits for the init to set up, joins it to the cgroup, lets it
+// start the shell and waits for that. Any failure is the init's
+// *InitError, or says the init died or hung.
+func (s *nativeSandbox) Started(pid int) error {
+	s.mu.Lock()
+	l := s.pending
+	s.pending = nil
+	if s.destroyed {
+		s.mu.Unlock()
+		if l != nil {
+			l.close()
+		}
+		return ErrDestroyed
+	}
+	if l == nil {
+		s.mu.Unlock()
+		return ErrNotPrepared
+	}
+	l.child.Close()
+	defer l.conn.Close()
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		s.mu.Unlock()
+		return os.NewSyscallError("pidfd_open", err)
+	}
+	ip := &initProc{pid: pid, pidfd: pidfd}
+	s.inits = append(s.inits, ip)
+	s.mu.Unlock()
+
+	c, err := net.FileConn(l.conn)
+	if err != nil {
+		return fmt.Errorf("sandbox init socket: %w", err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(s.d.opts.StartTimeout)); err != nil {
+		return err
+	}
+	r := bufio.NewReader(c)
+	recv := func(stage string) (initMsg, error) {
+		var m initMsg
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return m, fmt.Errorf("%w: sandbox init %d did not finish %s within %s", ErrSetup, pid, stage, s.d.opts.StartTimeout)
+			}
+			return m, fmt.Errorf("%w: sandbox init %d exited during %s", ErrSetup, pid, stage)
+		}
+		if err := json.Unmarshal(line, &m); err != nil {
+			return m, fmt.Errorf("%w: sandbox init %d: bad message %q: %w", ErrSetup, pid, line, err)
+		}
+		if m.Err != nil {
+			return m, m.Err
+		}
+		return m, nil
+	}
+	if _, err := recv("setup"); err != nil {
+		return err
+	}
+	if s.group != nil {
+		if err := s.group.Add(pid); err != nil {
+			return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
+		}
+	}
+	if _, err := c.Write([]byte(`{"Go":true}` + "\n")); err != nil {
+		return fmt.Errorf("%w: release sandbox init %d: %w", ErrSetup, pid, err)
+	}
+	if _, err := recv("shell start"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// live returns the inits that have not exited.
+func (s *nativeSandbox) live() []*initProc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*initProc
+	for _, ip := range s.inits {
+		if !exited(ip.pidfd, 0) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// exited waits up to d for the process behind pidfd to exit.
+func exited(pidfd int, d time.Duration) bool {
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(d.Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		return err != nil || n > 0
+	}
+}
+
+// Stats counts the sandbox's processes (those in its inits' pid
+// namespaces) and asks the cgroup for memory and CPU.
+func (s *nativeSandbox) Stats(ctx context.Context) (Stats, error) {
+	st := Stats{Enforced: s.enforced}
+	nss := map[string]bool{}
+	for _, ip := range s.live() {
+		if ns, err := os.Readlink("/proc/" + strconv.Itoa(ip.pid) + "/ns/pid"); err == nil {
+			nss[ns] = true
+		}
+	}
+	if len(nss) > 0 {
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return st, err
+		}
+		for _, e := range ents {
+			if ctx.Err() != nil {
+				return st, ctx.Err()
+			}
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && nss[ns] {
+				st.Processes++
+			}
+		}
+	}
+	if s.group != nil {
+		mem, cpu, err := s.group.Usage()
+		if err != nil {
+			return st, fmt.Errorf("sandbox %s: cgroup usage: %w", s.spec.ID, err)
+		}
+		st.MemoryBytes, st.CPU = max(mem, 0), cpu
+	}
+	return st, nil
+}
+
+// Destroy kills every init (each one's death ends its pid namespace and
+// every process in it), waits for them, removes the cgroup and the state
+// directory.
+func (s *nativeSandbox) Destroy(ctx context.Context) error {
+	s.destroyOnce.Do(func() { s.destroyErr = s.destroy(ctx) })
+	return s.destroyErr
+}
+
+func (s *nativeSandbox) destroy(ctx context.Context) error {
+	s.mu.Lock()
+	s.destroyed = true
+	if s.pending != nil {
+		s.pending.close()
+		s.pending = nil
+	}
+	inits := s.inits
+	s.inits = nil
+	s.mu.Unlock()
+
+	var errs []error
+	for _, ip := range inits {
+		if err := unix.PidfdSendSignal(ip.pidfd, unix.SIGKILL, nil, 0); err != nil && err != unix.ESRCH {
+			errs = append(errs, os.NewSyscallError("pidfd_send_signal", err))
+		}
+	}
+	if s.group != nil {
+		// The inits' deaths already end every process; a group that is in
+		// no cgroup (a rootless host) cannot kill, and need not.
+		if err := s.group.Kill(); err != nil {
+			s.d.opts.Logger.Debug("sandbox cgroup kill", "sandbox", s.spec.ID, "err", err)
+		}
+	}
+	for _, ip := range inits {
+		for !exited(ip.pidfd, 50*time.Millisecond) {
+			if ctx.Err() != nil {
+				errs = append(errs, fmt.Errorf("sandbox init %d not gone: %w", ip.pid, ctx.Err()))
+				break
+			}
+		}
+		unix.Close(ip.pidfd)
+	}
+	if s.group != nil {
+		if err := s.group.Destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("cgroup destroy: %w", err))
+		}
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("destroy sandbox %s: %w", s.spec.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,632 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// systemDirs are bound read-only from the host (or Spec.Image); a symlink
+// among them (/bin -> usr/bin on a merged-/usr system) is copied as one.
+var systemDirs = []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc"}
+
+// devices are the host device nodes bound into the sandbox's /dev.
+var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// procReadOnly are bound read-only over themselves in the sandbox's /proc:
+// the sandbox's uid 0 is the daemon's, and for a daemon running as root
+// these files check the writer's uid, not its capabilities
+// (/proc/sysrq-trigger would reboot the host).
+var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
+
+// procMasked are covered with an empty file or directory: kernel memory,
+// keys and timers that say too much about the host.
+var procMasked = []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "kallsyms", "kmsg", "kpagecount", "kpageflags", "kpagecgroup", "acpi", "scsi", "asound", "config.gz"}
+
+// roFlags are added to every read-only bind.
+const roFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
+
+// buildRoot makes the sandbox's root: a tmpfs holding read-only binds of
+// the system directories, the workspace (read-write, its protected paths
+// read-only), the control directory, /tmp, /proc and /dev; then switches
+// to it and forgets the host's. It returns a descriptor of the proxy
+// socket's directory (or -1).
+func buildRoot(cfg *initConfig) (int, error) {
+	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return -1, err
+	}
+	root := cfg.Root
+	if err := mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
+		return -1, err
+	}
+	in := func(p string) string { return filepath.Join(root, p) }
+
+	// Empty things to cover what must not be seen; binds of them are
+	// remounted read-only, and they are removed before the switch.
+	emptyFile, emptyDir := in(".empty-file"), in(".empty-dir")
+	if err := writeFile(emptyFile, 0); err != nil {
+		return -1, err
+	}
+	if err := mkdir(emptyDir, 0); err != nil {
+		return -1, err
+	}
+	cover := func(target string, dir bool) error {
+		src := emptyFile
+		if dir {
+			src = emptyDir
+		}
+		if err := mount(src, target, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+		return remount(target, roFlags|unix.MS_NOEXEC)
+	}
+
+	submounts := false // a read-only bind brought submounts along
+	sys := cfg.Image
+	if sys == "" {
+		sys = "/"
+	}
+	for _, d := range systemDirs {
+		src := filepath.Join(sys, d)
+		fi, err := os.Lstat(src)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
+			return -1, initErr("lstat", src, err)
+		case fi.Mode()&os.ModeSymlink != 0:
+			link, err := os.Readlink(src)
+			if err != nil {
+				return -1, initErr("readlink", src, err)
+			}
+			if err := os.Symlink(link, in(d)); err != nil {
+				return -1, initErr("symlink", in(d), err)
+			}
+			continue
+		case !fi.IsDir():
+			continue
+		}
+		if err := mkdir(in(d), 0o755); err != nil {
+			return -1, err
+		}
+		sub, err := bindRO(src, in(d))
+		if err != nil {
+			return -1, err
+		}
+		submounts = submounts || sub
+	}
+	for _, h := range cfg.Hidden {
+		if err := cover(filepath.Join(in("etc"), h.Path), h.Dir); err != nil {
+			return -1, err
+		}
+	}
+	// /tmp, /proc and /dev come before the binds at host paths, which may
+	// lie below them (a control directory under /tmp).
+	if err := mkdir(in("tmp"), 0o755); err != nil {
+		return -1, err
+	}
+	if err := mount("tmpfs", in("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+strconv.FormatInt(cfg.TmpBytes, 10)); err != nil {
+		return -1, err
+	}
+
+	if err := buildProc(in("proc"), cfg.PidMax, cover); err != nil {
+		return -1, err
+	}
+	if err := buildDev(in("dev")); err != nil {
+		return -1, err
+	}
+
+	// Mount points at paths the caller chose are made and opened with
+	// openat2(RESOLVE_IN_ROOT): a symlink of the new root's own (/dev/shm
+	// -> /tmp) resolves inside it, never to the host's /tmp.
+	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, initErr("open", root, err)
+	}
+	defer unix.Close(rootFd)
+	roRoots := []string{}
+	for _, d := range systemDirs {
+		roRoots = append(roRoots, in(d))
+	}
+	for _, p := range cfg.ReadOnly {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return -1, initErr("stat", p, err)
+		}
+		real, sub, err := bindIn(rootFd, p, fi.IsDir(), p, bindReadOnly, roFlags)
+		if err != nil {
+			return -1, err
+		}
+		roRoots = append(roRoots, real)
+		submounts = submounts || sub
+	}
+
+	// The workspace, read-write but nosuid and nodev, and its protected
+	// paths read-only.
+	if _, _, err := bindIn(rootFd, cfg.Workdir, true, cfg.Workspace, bindRecursive, unix.MS_NOSUID|unix.MS_NODEV); err != nil {
+		return -1, err
+	}
+	ws, err := openIn(rootFd, cfg.Workdir)
+	if err != nil {
+		return -1, initErr("open", cfg.Workdir, err)
+	}
+	defer unix.Close(ws)
+	pinned := map[string]bool{}
+	for _, p := range cfg.Protected {
+		if err := protect(cfg.Workspace, ws, p, pinned); err != nil {
+			return -1, err
+		}
+	}
+
+	// The terminal's control directory, at the same path as on the host
+	// and read-only: the terminal writes its files from the host side, the
+	// shell only reads them, and so `rm -rf /` cannot cut the terminal off
+	// from its shell.
+	if _, _, err := bindIn(rootFd, cfg.ControlDir, true, cfg.ControlDir, bindOnly, roFlags|unix.MS_NOEXEC); err != nil {
+		return -1, err
+	}
+
+	proxyDir := -1
+	if cfg.ProxySocket != "" {
+		fd, err := unix.Open(filepath.Dir(cfg.ProxySocket), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, initErr("open", filepath.Dir(cfg.ProxySocket), err)
+		}
+		proxyDir = fd
+	}
+
+	// Submounts that came along with a recursive bind are still writable:
+	// make every mount under a read-only directory read-only too.
+	if submounts {
+		if err := remountSubmounts(roRoots); err != nil {
+			return -1, err
+		}
+	}
+	if err := os.Remove(emptyFile); err != nil {
+		return -1, initErr("remove", emptyFile, err)
+	}
+	if err := os.Remove(emptyDir); err != nil {
+		return -1, initErr("remove", emptyDir, err)
+	}
+
+	// pivot_root(".", ".") stacks the old root on the new one; unmounting
+	// "." then drops it (runc's way, which needs no directory for it).
+	if err := unix.Chdir(root); err != nil {
+		return -1, initErr("chdir", root, err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return -1, initErr("pivot_root", root, err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return -1, initErr("umount2", "old root", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return -1, initErr("chdir", "/", err)
+	}
+	if err := remount("/", roFlags); err != nil {
+		return -1, err
+	}
+	return proxyDir, nil
+}
+
+// buildProc mounts a fresh /proc for the new pid namespace, sets its
+// pid_max, and makes the host-wide knobs in it read-only or empty.
+func buildProc(dst string, pidMax int, cover func(string, bool) error) error {
+	if err := mkdir(dst, 0o555); err != nil {
+		return err
+	}
+	if err := mount("proc", dst, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return err
+	}
+	if pidMax > 0 {
+		f := filepath.Join(dst, "sys/kernel/pid_max")
+		if err := os.WriteFile(f, []byte(strconv.Itoa(pidMax)), 0); err != nil {
+			return initErr("write", f, err)
+		}
+	}
+	for _, p := range procReadOnly {
+		t := filepath.Join(dst, p)
+		if _, err := os.Lstat(t); err != nil {
+			continue
+		}
+		if err := mount(t, t, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+		if err := remount(t, roFlags|unix.MS_NOEXEC); err != nil {
+			return err
+		}
+	}
+	for _, p := range procMasked {
+		t := filepath.Join(dst, p)
+		fi, err := os.Lstat(t)
+		if err != nil {
+			continue
+		}
+		if err := cover(t, fi.IsDir()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildDev makes a minimal /dev: the host's null, zero, full, random,
+// urandom and tty nodes bound in read-only (a device node on a read-only
+// mount still reads and writes; only its inode cannot change, so no chmod
+// of the host's /dev/null), a private devpts for programs that open their
+// own pseudo-terminals, the shell's own terminal as /dev/console, and the
+// usual links.
+func buildDev(dst string) error {
+	if err := mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	if err := mount("tmpfs", dst, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"); err != nil {
+		return err
+	}
+	bindNode := func(src, name string) error {
+		t := filepath.Join(dst, name)
+		if err := writeFile(t, 0o666); err != nil {
+			return err
+		}
+		if err := mount(src, t, "", unix.MS_BIND, ""); err != nil {
+			return err
+		}
+		return remount(t, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC)
+	}
+	for _, d := range devices {
+		if err := bindNode("/dev/"+d, d); err != nil {
+			return err
+		}
+	}
+	// The shell's terminal was opened in the daemon's mount namespace, so
+	// its descriptor cannot be a bind source; its path in this namespace's
+	// copy of the host's mounts can.
+	if tty, err := os.Readlink("/proc/self/fd/0"); err == nil && isTTY(0) && strings.HasPrefix(tty, "/dev/pts/") {
+		if err := bindNode(tty, "console"); err != nil {
+			return err
+		}
+	}
+	pts := filepath.Join(dst, "pts")
+	if err := mkdir(pts, 0o755); err != nil {
+		return err
+	}
+	if err := mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return err
+	}
+	for name, target := range map[string]string{
+		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "shm": "/tmp",
+	} {
+		if err := os.Symlink(target, filepath.Join(dst, name)); err != nil {
+			return initErr("symlink", filepath.Join(dst, name), err)
+		}
+	}
+	return remount(dst, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC)
+}
+
+func isTTY(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}
+
+// protect binds one path inside the workspace read-only over itself. It is
+// created first if missing. Every component is resolved with openat2
+// beneath the workspace, refusing symlinks, so a link planted by the
+// agent in an earlier life of the sandbox (.git -> /etc) can neither make
+// the init create files outside the workspace nor bind a host directory
+// in. Each directory on the way (.git) is pinned with a bind over itself,
+// which makes it a mount point: it can then be neither renamed nor
+// removed, so the agent cannot swap in a .git of its own around the
+// protected files.
+func protect(hostWS string, dstDir int, rel string, pinned map[string]bool) error {
+	clean := path.Clean(rel)
+	wantDir := strings.HasSuffix(rel, "/") || knownDirs[clean]
+	parts := strings.Split(clean, "/")
+	srcDir, err := unix.Open(hostWS, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return initErr("open", hostWS, err)
+	}
+	defer unix.Close(srcDir)
+	// No O_NOFOLLOW: with it openat2 would hand back the symlink itself;
+	// without it RESOLVE_NO_SYMLINKS refuses a trailing link too (ELOOP).
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	open := func(dir int, rel string) (int, error) {
+		for {
+			fd, err := unix.Openat2(dir, rel, &how)
+			if err == unix.EINTR || err == unix.EAGAIN {
+				continue
+			}
+			return fd, err
+		}
+	}
+	// Create what is missing, one component at a time.
+	for i := range parts {
+		sub := strings.Join(parts[:i+1], "/")
+		last := i == len(parts)-1
+		fd, err := open(srcDir, sub)
+		if err == nil {
+			unix.Close(fd)
+			continue
+		}
+		if err != unix.ENOENT {
+			return protectErr(rel, sub, err)
+		}
+		parent := srcDir
+		if i > 0 {
+			if parent, err = open(srcDir, strings.Join(parts[:i], "/")); err != nil {
+				return protectErr(rel, sub, err)
+			}
+		}
+		if !last || wantDir {
+			err = unix.Mkdirat(parent, parts[i], 0o755)
+		} else {
+			var f int
+			if f, err = unix.Openat(parent, parts[i], unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+				unix.Close(f)
+			}
+		}
+		if parent != srcDir {
+			unix.Close(parent)
+		}
+		if err != nil && err != unix.EEXIST {
+			return protectErr(rel, sub, err)
+		}
+	}
+	// Pin the directories on the way (once: a second bind over .git would
+	// hide what was bound below it), then bind the path itself.
+	for i := range parts {
+		sub := strings.Join(parts[:i+1], "/")
+		last := i == len(parts)-1
+		if !last && pinned[sub] {
+			continue
+		}
+		pinned[sub] = true
+		src, err := open(srcDir, sub)
+		if err != nil {
+			return protectErr(rel, sub, err)
+		}
+		dst, err := open(dstDir, sub)
+		if err != nil {
+			unix.Close(src)
+			return protectErr(rel, sub, err)
+		}
+		err = mount(fdPath(src), fdPath(dst), "", unix.MS_BIND|unix.MS_REC, "")
+		unix.Close(src)
+		unix.Close(dst)
+		if err != nil {
+			return err
+		}
+		if last {
+			// Reopened, the path leads to the new mount on top.
+			top, err := open(dstDir, sub)
+			if err != nil {
+				return protectErr(rel, sub, err)
+			}
+			err = remount(fdPath(top), roFlags)
+			unix.Close(top)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func protectErr(rel, sub string, err error) error {
+	if err == unix.ELOOP || err == unix.EXDEV {
+		return &InitError{Op: "protect", Path: rel, Msg: sub + " is a symlink (or leaves the workspace); refusing to follow it"}
+	}
+	return initErr("protect "+rel, sub, err)
+}
+
+func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// bindRO binds src at dst and makes dst read-only. It binds only src's own
+// mount where it can: then no submount comes along, writable. In a user
+// namespace that fails (EINVAL) when src has submounts, which must then
+// come too; bindRO binds recursively and reports that they need a
+// read-only pass (remountSubmounts).
+func bindRO(src, dst string) (submounts bool, err error) {
+	err = unix.Mount(src, dst, "", unix.MS_BIND, "")
+	if err == unix.EINVAL {
+		submounts, err = true, unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, "")
+	}
+	if err != nil {
+		return false, initErr("mount", src+" on "+dst, err)
+	}
+	return submounts, remount(dst, roFlags)
+}
+
+// remount changes a bind mount's flags to flags plus those it must keep:
+// in a user namespace, a mount that came from the host keeps its nosuid,
+// nodev, noexec, read-only and atime flags locked, and a remount that
+// would clear one fails.
+func remount(dst string, flags uintptr) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dst, &st); err != nil {
+		return initErr("statfs", dst, err)
+	}
+	keep := uintptr(st.Flags) & (unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC |
+		unix.MS_NOATIME | unix.MS_NODIRATIME | unix.MS_RELATIME)
+	return mount("", dst, "", unix.MS_REMOUNT|unix.MS_BIND|flags|keep, "")
+}
+
+// remountSubmounts makes read-only every mount below a directory that was
+// bound read-only (a recursive bind brings the host's submounts along,
+// writable).
+func remountSubmounts(ro []string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return initErr("open", "/proc/self/mountinfo", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			continue
+		}
+		mp, opts := unescapeMount(fields[4]), fields[5]
+		if strings.HasPrefix(opts, "ro") && (len(opts) == 2 || opts[2] == ',') {
+			continue
+		}
+		for _, d := range ro {
+			if strings.HasPrefix(mp, d+"/") {
+				if err := remount(mp, roFlags); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return initErr("read", "/proc/self/mountinfo", err)
+	}
+	return nil
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func mount(src, dst, fstype string, flags uintptr, data string) error {
+	if err := unix.Mount(src, dst, fstype, flags, data); err != nil {
+		what := dst
+		if src != "" && src != fstype {
+			what = src + " on " + dst
+		}
+		return initErr("mount", what, err)
+	}
+	return nil
+}
+
+func mkdir(p string, mode uint32) error {
+	if err := unix.Mkdir(p, mode); err != nil && err != unix.EEXIST {
+		return initErr("mkdir", p, err)
+	}
+	return nil
+}
+
+func writeFile(p string, mode uint32) error {
+	fd, err := unix.Open(p, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, mode)
+	if err != nil {
+		return initErr("create", p, err)
+	}
+	unix.Close(fd)
+	return nil
+}
+
+// openIn opens p, a path as the sandbox will see it, beneath the new root
+// (rootFd) with symlinks resolved inside it.
+func openIn(rootFd int, p string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	for {
+		fd, err := unix.Openat2(rootFd, strings.TrimPrefix(p, "/"), &how)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// makeIn makes p (a directory, or an empty file) and its parents beneath
+// the new root.
+func makeIn(rootFd int, p string, dir bool) error {
+	parts := strings.Split(strings.Trim(path.Clean(p), "/"), "/")
+	for i := range parts {
+		sub := "/" + strings.Join(parts[:i+1], "/")
+		fd, err := openIn(rootFd, sub)
+		if err == nil {
+			unix.Close(fd)
+			continue
+		}
+		if err != unix.ENOENT {
+			return initErr("open", sub, err)
+		}
+		parent := rootFd
+		if i > 0 {
+			if parent, err = openIn(rootFd, "/"+strings.Join(parts[:i], "/")); err != nil {
+				return initErr("open", sub, err)
+			}
+		}
+		if i < len(parts)-1 || dir {
+			err = unix.Mkdirat(parent, parts[i], 0o755)
+		} else {
+			var f int
+			if f, err = unix.Openat(parent, parts[i], unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+				unix.Close(f)
+			}
+		}
+		if parent != rootFd {
+			unix.Close(parent)
+		}
+		if err != nil {
+			return initErr("create", sub, err)
+		}
+	}
+	return nil
+}
+
+// How bindIn binds.
+const (
+	bindOnly      = iota // src's own mount
+	bindRecursive        // src and its submounts
+	bindReadOnly         // src's own mount if it can (see bindRO)
+)
+
+// bindIn binds host path src at p beneath the new root and remounts it
+// with flags. It returns where the mount ended up (p with the root's
+// symlinks resolved, as a path from the init's root) and, for
+// bindReadOnly, whether submounts came along.
+func bindIn(rootFd int, p string, dir bool, src string, how int, flags uintptr) (string, bool, error) {
+	if err := makeIn(rootFd, p, dir); err != nil {
+		return "", false, err
+	}
+	fd, err := openIn(rootFd, p)
+	if err != nil {
+		return "", false, initErr("open", p, err)
+	}
+	target := fdPath(fd)
+	real, _ := os.Readlink(target)
+	submounts := false
+	switch how {
+	case bindOnly:
+		err = unix.Mount(src, target, "", unix.MS_BIND, "")
+	case bindRecursive:
+		err = unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, "")
+	case bindReadOnly:
+		if err = unix.Mount(src, target, "", unix.MS_BIND, ""); err == unix.EINVAL {
+			submounts, err = true, unix.Mount(src, target, "", unix.MS_BIND|unix.MS_REC, "")
+		}
+	}
+	unix.Close(fd)
+	if err != nil {
+		return "", false, initErr("mount", src+" on "+p, err)
+	}
+	if fd, err = openIn(rootFd, p); err != nil {
+		return "", false, initErr("open", p, err)
+	}
+	defer unix.Close(fd)
+	return real, submounts, remount(fdPath(fd), flags)
+}

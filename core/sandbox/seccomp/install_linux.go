@@ -1,0 +1,32 @@
+package seccomp
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Install sets no_new_privs on the calling thread and loads the filter
+// into every thread of the process (TSYNC). Children inherit it.
+func Install() error {
+	p, err := Program()
+	if err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err)
+	}
+	prog := unix.SockFprog{Len: uint16(len(p)), Filter: &p[0]}
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	if errno != 0 {
+		return os.NewSyscallError("seccomp(SET_MODE_FILTER, TSYNC)", errno)
+	}
+	if r != 0 {
+		// TSYNC names the thread that could not be synchronised.
+		return fmt.Errorf("seccomp: thread %d could not take the filter", r)
+	}
+	return nil
+}

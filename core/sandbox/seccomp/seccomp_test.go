@@ -1,0 +1,179 @@
+//go:build linux && (amd64 || arm64)
+
+package seccomp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// run interprets a classic BPF seccomp program over one seccomp_data, the
+// way the kernel does, so the decisions can be checked call by call.
+func run(t *testing.T, prog []unix.SockFilter, arch, nr uint32, arg0 uint64) uint32 {
+	t.Helper()
+	data := make([]byte, 64)
+	binary.LittleEndian.PutUint32(data[0:], nr)
+	binary.LittleEndian.PutUint32(data[4:], arch)
+	binary.LittleEndian.PutUint64(data[16:], arg0)
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			acc = binary.LittleEndian.Uint32(data[in.K:])
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K:
+			pc += int(pick(acc == in.K, in.Jt, in.Jf))
+		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
+			pc += int(pick(acc >= in.K, in.Jt, in.Jf))
+		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			pc += int(pick(acc&in.K != 0, in.Jt, in.Jf))
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K
+		default:
+			t.Fatalf("pc %d: unknown instruction %#x", pc, in.Code)
+		}
+	}
+	t.Fatalf("program fell off its end")
+	return 0
+}
+
+func pick(c bool, a, b uint8) uint8 {
+	if c {
+		return a
+	}
+	return b
+}
+
+func TestProgramDecisions(t *testing.T) {
+	prog, err := Program()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prog) > 255 {
+		t.Fatalf("program has %d instructions: the 8-bit jumps may not reach", len(prog))
+	}
+	type tc struct {
+		name string
+		arch uint32
+		nr   uint32
+		arg0 uint64
+		want uint32
+	}
+	cases := []tc{
+		{"read", nativeArch, unix.SYS_READ, 0, retAllow},
+		{"openat", nativeArch, unix.SYS_OPENAT, 0, retAllow},
+		{"execve", nativeArch, unix.SYS_EXECVE, 0, retAllow},
+		{"fork-style clone", nativeArch, sysClone, uint64(unix.SIGCHLD) | unix.CLONE_CHILD_SETTID | unix.CLONE_CHILD_CLEARTID, retAllow},
+		{"thread clone", nativeArch, sysClone, unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD, retAllow},
+		{"clone with pidfd", nativeArch, sysClone, unix.CLONE_VFORK | unix.CLONE_VM | unix.CLONE_PIDFD, retAllow},
+		{"clone3", nativeArch, sysClone3, 0, retNoSys},
+		{"foreign arch", unix.AUDIT_ARCH_I386, unix.SYS_READ, 0, retEPERM},
+	}
+	for _, f := range []uint64{unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWCGROUP} {
+		cases = append(cases, tc{fmt.Sprintf("clone %#x", f), nativeArch, sysClone, f | uint64(unix.SIGCHLD), retEPERM})
+	}
+	if x32Bit != 0 {
+		cases = append(cases, tc{"x32 read", nativeArch, x32Bit | unix.SYS_READ, 0, retEPERM})
+	}
+	for _, d := range denied {
+		cases = append(cases, tc{d.name, nativeArch, d.nr, 0, retEPERM})
+	}
+	for _, c := range cases {
+		if got := run(t, prog, c.arch, c.nr, c.arg0); got != c.want {
+			t.Errorf("%s (nr %d, arg0 %#x): %#x, want %#x", c.name, c.nr, c.arg0, got, c.want)
+		}
+	}
+}
+
+func TestDeniedNamesTheBrief(t *testing.T) {
+	have := map[string]bool{}
+	for _, n := range Denied() {
+		have[n] = true
+	}
+	for _, n := range strings.Fields("mount umount2 pivot_root ptrace kexec_load kexec_file_load init_module finit_module delete_module bpf keyctl add_key request_key perf_event_open reboot swapon swapoff unshare setns open_by_handle_at userfaultfd") {
+		if !have[n] {
+			t.Errorf("%s is not denied", n)
+		}
+	}
+}
+
+const childEnv = "HARNESSD_SECCOMP_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(child())
+	}
+	os.Exit(m.Run())
+}
+
+// child installs the filter in a multi-threaded Go process and reports
+// what a few calls return, on the main thread and on others.
+func child() int {
+	if err := Install(); err != nil {
+		fmt.Println("install:", err)
+		return 1
+	}
+	try := func(name string, nr uintptr, a ...uintptr) {
+		a = append(a, 0, 0, 0)
+		_, _, errno := unix.RawSyscall(nr, a[0], a[1], a[2])
+		fmt.Printf("%s=%d\n", name, int(errno))
+	}
+	report := func(prefix string) {
+		try(prefix+"getpid", unix.SYS_GETPID)
+		try(prefix+"unshare", unix.SYS_UNSHARE, unix.CLONE_NEWUSER)
+		try(prefix+"mount", unix.SYS_MOUNT)
+		try(prefix+"clone3", unix.SYS_CLONE3)
+		try(prefix+"ptrace", unix.SYS_PTRACE, unix.PTRACE_TRACEME)
+	}
+	report("")
+	done := make(chan struct{})
+	go func() { // very likely another OS thread, which TSYNC covered
+		report("thread.")
+		close(done)
+	}()
+	<-done
+	if out, err := exec.Command("/bin/echo", "child-exec").Output(); err != nil {
+		fmt.Println("exec:", err)
+	} else {
+		fmt.Print(string(out))
+	}
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "Seccomp:") || strings.HasPrefix(l, "NoNewPrivs:") {
+			fmt.Println(strings.ReplaceAll(l, "\t", ""))
+		}
+	}
+	return 0
+}
+
+// TestInstallInKernel loads the filter into a real process: refused calls
+// fail with EPERM (clone3 with ENOSYS) on every thread, allowed ones work,
+// and the process can still fork and exec.
+func TestInstallInKernel(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{
+		"getpid=0", "unshare=1", "mount=1", "clone3=38", "ptrace=1",
+		"thread.getpid=0", "thread.unshare=1", "thread.mount=1", "thread.clone3=38", "thread.ptrace=1",
+		"child-exec", "Seccomp:2", "NoNewPrivs:1",
+	} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("child output lacks %q:\n%s", want, got)
+		}
+	}
+}

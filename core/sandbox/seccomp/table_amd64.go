@@ -1,0 +1,25 @@
+//go:build linux
+
+package seccomp
+
+import "golang.org/x/sys/unix"
+
+const (
+	nativeArch = unix.AUDIT_ARCH_X86_64
+	x32Bit     = 0x40000000 // __X32_SYSCALL_BIT: x32 calls are refused whole
+	sysClone   = unix.SYS_CLONE
+	sysClone3  = unix.SYS_CLONE3
+)
+
+var denied = append(commonDenied,
+	call{"iopl", unix.SYS_IOPL},
+	call{"ioperm", unix.SYS_IOPERM},
+	call{"uselib", unix.SYS_USELIB},
+	call{"create_module", unix.SYS_CREATE_MODULE},
+	call{"get_kernel_syms", unix.SYS_GET_KERNEL_SYMS},
+	call{"query_module", unix.SYS_QUERY_MODULE},
+	call{"nfsservctl", unix.SYS_NFSSERVCTL},
+	call{"sysfs", unix.SYS_SYSFS},
+	call{"_sysctl", unix.SYS__SYSCTL},
+	call{"ustat", unix.SYS_USTAT},
+)

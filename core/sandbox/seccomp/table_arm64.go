@@ -1,0 +1,14 @@
+//go:build linux
+
+package seccomp
+
+import "golang.org/x/sys/unix"
+
+const (
+	nativeArch = unix.AUDIT_ARCH_AARCH64
+	x32Bit     = 0
+	sysClone   = unix.SYS_CLONE
+	sysClone3  = unix.SYS_CLONE3
+)
+
+var denied = commonDenied

@@ -18,6 +18,8 @@ type Session struct {
 	Created time.Time         `json:"created"`
 	Ended   time.Time         `json:"ended,omitzero"` // zero while the session lives
 	Labels  map[string]string `json:"labels,omitempty"`
+	// Workspace is the host directory the session works in, if any.
+	Workspace string `json:"workspace,omitempty"`
 
 	// LastSeq is the seq of the session's last event. It is filled in on
 	// reads from memory, not stored with the metadata: storing it would

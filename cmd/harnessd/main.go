@@ -17,12 +17,18 @@ import (
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/cli"
 	"github.com/harnessd/harnessd/core/demo"
+	"github.com/harnessd/harnessd/core/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
 func main() {
+	// The sandbox's init is this binary re-executed (runc's pattern): it
+	// must take over before anything else runs.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand {
+		sandbox.InitMain()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	api.Version = version

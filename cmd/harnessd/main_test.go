@@ -18,6 +18,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/cli"
 	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/systemd/sdtest"
 )
 
@@ -25,7 +26,7 @@ import (
 // real command line, so these tests drive the real daemon and the real
 // client as separate processes, as a user would.
 func TestMain(m *testing.M) {
-	if os.Getenv("HARNESSD_BE_MAIN") == "1" {
+	if os.Getenv("HARNESSD_BE_MAIN") == "1" || (len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand) {
 		main()
 		return
 	}
@@ -286,7 +287,7 @@ func TestDemo(t *testing.T) {
 	for sc.Scan() {
 		last = sc.Text()
 	}
-	if last != "all 7 acts passed" {
+	if !regexp.MustCompile(`^all [0-9]+ acts passed$`).MatchString(last) {
 		t.Fatalf("demo's last line %q:\n%s", last, out)
 	}
 }

@@ -50,6 +50,13 @@ func testConfig(_ testing.TB, dir string) config.Config {
 
 func startDaemon(t testing.TB, cfg config.Config) *testDaemon {
 	t.Helper()
+	return startDaemonWith(t, cfg, daemon.Options{})
+}
+
+// startDaemonWith passes the daemon options serve cannot set from a
+// config (ProxyHosts).
+func startDaemonWith(t testing.TB, cfg config.Config, extra daemon.Options) *testDaemon {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	td := &testDaemon{t: t, cfg: cfg, stop: cancel, done: make(chan error, 1)}
 	ready := make(chan string, 1)
@@ -58,7 +65,7 @@ func startDaemon(t testing.TB, cfg config.Config) *testDaemon {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	go func() {
-		td.done <- serve.Run(ctx, serve.Options{Config: cfg, Logger: log, Ready: func(s string) { ready <- s }})
+		td.done <- serve.Run(ctx, serve.Options{Config: cfg, Logger: log, Ready: func(s string) { ready <- s }, ProxyHosts: extra.ProxyHosts})
 	}()
 	select {
 	case td.socket = <-ready:

@@ -465,6 +465,15 @@ func Summary(ev event.Event) string {
 		detail = fmt.Sprintf("driver %s, id %s, workdir %s", p.Driver, p.SandboxID, p.Workdir)
 	case event.SandboxStopped:
 		detail = oneLine(p.Reason, 120)
+	case event.NetConnect:
+		verdict := "refused"
+		if p.Allowed {
+			verdict = "allowed"
+		}
+		if p.Closed {
+			verdict = fmt.Sprintf("closed (%d bytes up, %d down)", p.BytesUp, p.BytesDown)
+		}
+		detail = fmt.Sprintf("%s %s:%d %s: %s", p.Method, p.Host, p.Port, verdict, oneLine(p.Reason, 100))
 	}
 	return head + "  " + detail
 }

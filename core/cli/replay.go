@@ -91,6 +91,15 @@ func Transcript(ev event.Event) string {
 		return fmt.Sprintf("# session started (%s sandbox %s, in %s)\n", p.Driver, p.SandboxID, p.Workdir)
 	case event.SandboxStopped:
 		return fmt.Sprintf("# session ended: %s\n", p.Reason)
+	case event.NetConnect:
+		if p.Closed {
+			return fmt.Sprintf("# network: %s:%d closed, %d bytes up, %d down\n", p.Host, p.Port, p.BytesUp, p.BytesDown)
+		}
+		verdict := "refused"
+		if p.Allowed {
+			verdict = "allowed"
+		}
+		return fmt.Sprintf("# network: %s %s:%d %s (%s)\n", p.Method, p.Host, p.Port, verdict, p.Reason)
 	}
 	return fmt.Sprintf("# %s\n", ev.Kind())
 }

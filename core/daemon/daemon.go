@@ -19,6 +19,8 @@ import (
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/parse"
+	"github.com/harnessd/harnessd/core/sandbox"
+	"github.com/harnessd/harnessd/core/sandbox/cgroup"
 	"github.com/harnessd/harnessd/core/session"
 	"github.com/harnessd/harnessd/core/trim"
 	"github.com/harnessd/harnessd/store"
@@ -37,8 +39,15 @@ type Options struct {
 	Store  *store.Store  // required; the daemon does not close it
 	// DataDir holds the sessions' workspaces (DataDir/workspaces/ID).
 	DataDir string
+	// RunDir holds runtime files: sandboxes' state and their proxies'
+	// sockets. Default DataDir/run.
+	RunDir  string
 	Metrics *Metrics // nil: a new one
 	Logger  *slog.Logger
+	// ProxyHosts maps host names to addresses for every session's egress
+	// proxy (network = "proxy"), trusted as given: for tests, and for
+	// embedders pointing a name at a local mirror.
+	ProxyHosts map[string]string
 }
 
 // Daemon owns the live sessions: it creates them, runs their actions one
@@ -48,8 +57,14 @@ type Daemon struct {
 	st      *store.Store
 	bus     *event.Bus
 	dataDir string
+	runDir  string
 	metrics *Metrics
 	log     *slog.Logger
+
+	driver     sandbox.Driver
+	cgroups    *cgroup.Manager // nil when the driver is none or cgroups are unusable
+	pool       *pool[*placement]
+	proxyHosts map[string]string
 
 	mu       sync.Mutex
 	live     map[string]*liveSession
@@ -63,6 +78,7 @@ type Daemon struct {
 type liveSession struct {
 	sess      *session.Session
 	workspace string
+	proxy     *egress       // nil unless network = "proxy"
 	turn      chan struct{} // one action at a time: hold the token to act
 	mu        sync.Mutex
 	ended     bool // Close has been called (under mu)
@@ -104,18 +120,37 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if opts.DataDir == "" {
 		opts.DataDir = filepath.Dir(opts.Store.Path())
 	}
+	if opts.RunDir == "" {
+		opts.RunDir = filepath.Join(opts.DataDir, "run")
+	}
+	if err := os.MkdirAll(opts.RunDir, 0o700); err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	d := &Daemon{
 		cfg:     opts.Config,
 		st:      opts.Store,
 		bus:     event.NewBus(opts.Store, nil),
 		dataDir: opts.DataDir,
+		runDir:  opts.RunDir,
 		metrics: opts.Metrics,
 		log:     opts.Logger,
 		live:    make(map[string]*liveSession),
+
+		proxyHosts: opts.ProxyHosts,
 	}
 	if err := d.recover(ctx); err != nil {
 		d.bus.Close()
 		return nil, err
+	}
+	if err := d.setupSandboxes(); err != nil {
+		d.bus.Close()
+		return nil, err
+	}
+	if d.pooled() {
+		d.pool = newPool(d.cfg.Sandbox.PoolSize, func(ctx context.Context) (*placement, error) {
+			name := newPlacementName()
+			return d.place(ctx, name, filepath.Join(d.dataDir, "workspaces", name))
+		}, (*placement).close, d.log)
 	}
 	return d, nil
 }
@@ -214,14 +249,24 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		d.mu.Unlock()
 	}()
 
-	rec, err := d.st.CreateSession(ctx, store.Session{ID: id, State: StateLive, Labels: req.Labels})
+	var warm *placement
+	ws := filepath.Join(d.dataDir, "workspaces", id)
+	if d.pool != nil {
+		if p, ok := d.pool.take(); ok {
+			warm, ws = p, p.ws
+		}
+	}
+	rec, err := d.st.CreateSession(ctx, store.Session{ID: id, State: StateLive, Labels: req.Labels, Workspace: ws})
 	if err != nil {
+		if warm != nil {
+			warm.close()
+		}
 		if errors.Is(err, store.ErrSessionExists) {
 			return Info{}, fmt.Errorf("%w: session %s", ErrExists, id)
 		}
 		return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
 	}
-	ls, err := d.start(ctx, id)
+	ls, err := d.start(ctx, id, ws, warm)
 	if err != nil {
 		// The record stays: it says the session never started.
 		d.bus.Append(context.WithoutCancel(ctx), id, event.Event{Session: id, Source: event.SourceRuntime, Time: time.Now().UTC(),
@@ -244,20 +289,40 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	return d.info(rec, ls), nil
 }
 
-// start makes a session's workspace and starts its shell.
-func (d *Daemon) start(ctx context.Context, id string) (*liveSession, error) {
-	ws := filepath.Join(d.dataDir, "workspaces", id)
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return nil, err
-	}
+// start starts a session's shell: in warm's sandbox if the pool had one,
+// else in a new sandbox (or on the host with driver none) with its
+// workspace at ws.
+func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement) (*liveSession, error) {
 	cfg := session.ConfigFrom(d.cfg, ws)
 	cfg.Events, cfg.Outputs, cfg.Logger = d.bus, d.st.Outputs(), d.log
 	cfg.Pipeline = d.cfg.Store.Durability == config.DurabilityBatch
+	cfg.Driver = d.driver.Name()
+	if d.cfg.Sandbox.Driver == config.DriverNone {
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			return nil, err
+		}
+	} else {
+		if warm == nil {
+			var err error
+			if warm, err = d.place(ctx, id, ws); err != nil {
+				return nil, err
+			}
+		}
+		cfg.Sandbox, cfg.Shell = warm.sb, warm.term
+	}
 	sess, err := session.New(ctx, id, cfg)
 	if err != nil {
+		if warm != nil {
+			warm.close()
+		}
 		return nil, err
 	}
-	return &liveSession{sess: sess, workspace: ws, turn: make(chan struct{}, 1)}, nil
+	ls := &liveSession{sess: sess, workspace: ws, turn: make(chan struct{}, 1)}
+	if warm != nil && warm.proxy != nil {
+		ls.proxy = warm.proxy
+		ls.proxy.attach(sess, d.log)
+	}
+	return ls, nil
 }
 
 func (d *Daemon) info(s store.Session, ls *liveSession) Info {
@@ -313,22 +378,27 @@ func (d *Daemon) Delete(ctx context.Context, id string, purge bool) error {
 	ls := d.live[id]
 	delete(d.live, id)
 	d.mu.Unlock()
-	if ls != nil {
-		d.end(ctx, id, ls, StateStopped, "deleted by a client")
-	} else if _, err := d.st.Session(ctx, id); err != nil {
+	rec, err := d.st.Session(ctx, id)
+	if err != nil && ls == nil {
 		if errors.Is(err, store.ErrSessionNotFound) {
 			return fmt.Errorf("%w: session %s", ErrNotFound, id)
 		}
 		return err
 	}
+	if ls != nil {
+		d.end(ctx, id, ls, StateStopped, "deleted by a client")
+	}
 	if !purge {
 		return nil
 	}
+	ws := rec.Workspace
 	if err := d.st.DeleteSession(ctx, id); err != nil && !errors.Is(err, store.ErrSessionNotFound) {
 		return fmt.Errorf("daemon: purge session %s: %w", id, err)
 	}
-	if err := os.RemoveAll(filepath.Join(d.dataDir, "workspaces", id)); err != nil {
-		return fmt.Errorf("daemon: purge session %s: %w", id, err)
+	if ws != "" {
+		if err := os.RemoveAll(ws); err != nil {
+			return fmt.Errorf("daemon: purge session %s: %w", id, err)
+		}
 	}
 	return nil
 }
@@ -345,6 +415,9 @@ func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, rea
 	ls.mu.Unlock()
 	if err := ls.sess.Close(ctx, reason); err != nil {
 		d.log.Warn("session close", "session", id, "err", err)
+	}
+	if ls.proxy != nil {
+		ls.proxy.close()
 	}
 	if err := d.setState(ctx, id, state); err != nil {
 		d.log.Warn("session state", "session", id, "err", err)
@@ -524,6 +597,14 @@ func (d *Daemon) Shutdown(ctx context.Context, grace time.Duration) error {
 	}
 	wg.Wait()
 	<-done // the interrupted actions have recorded their observations
+	if d.pool != nil {
+		d.pool.close()
+	}
+	if d.cgroups != nil {
+		if err := d.cgroups.Close(); err != nil {
+			d.log.Warn("cgroups", "err", err)
+		}
+	}
 	return d.bus.Close()
 }
 

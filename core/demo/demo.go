@@ -203,6 +203,23 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 			},
 		},
 	}
+	if info.Workspace != "" && cfg.Sandbox.Driver == config.DriverNative {
+		acts = append(acts, act{
+			title: "Act 8 · the sandbox: secrets unreadable, system read-only, no network, host untouched",
+			replies: []daemon.Reply{text("```bash\n" +
+				"cat /etc/shadow >/dev/null 2>&1 && echo shadow-read || echo shadow-denied\n" +
+				"touch /usr/harnessd-was-here 2>/dev/null && echo usr-written || echo usr-read-only\n" +
+				"(exec 3<>/dev/tcp/1.1.1.1/80) 2>/dev/null && echo net-open || echo net-none\n" +
+				"echo from-the-sandbox > note.txt && echo wrote-workspace\n```")},
+			want: "each attempt refused, and the workspace file is on the host",
+			ok: func(o event.CmdOutput) bool {
+				note, err := os.ReadFile(filepath.Join(ws, "project", "note.txt"))
+				_, touched := os.Stat("/usr/harnessd-was-here")
+				return o.Output == "shadow-denied\nusr-read-only\nnet-none\nwrote-workspace\n" &&
+					err == nil && string(note) == "from-the-sandbox\n" && errors.Is(touched, os.ErrNotExist)
+			},
+		})
+	}
 
 	var failed []string
 	var bigOutput string
@@ -386,7 +403,9 @@ func (p *printer) event(e event.Event) {
 	case event.SandboxStarted:
 		p.f("%s driver=%s sandbox=%s workdir=%s\n", head, pl.Driver, pl.SandboxID, pl.Workdir)
 	case event.SandboxStopped:
-		p.f("%s pid=%s %s\n", head, pl.SandboxID, pl.Reason)
+		p.f("%s sandbox=%s %s\n", head, pl.SandboxID, pl.Reason)
+	case event.NetConnect:
+		p.f("%s %s %s:%d allowed=%v %s\n", head, pl.Method, pl.Host, pl.Port, pl.Allowed, pl.Reason)
 	default:
 		p.f("%s\n", head)
 	}

@@ -37,6 +37,9 @@ func samples() []Event {
 		{Payload: CmdOutput{}},
 		{Payload: Finish{}},
 		{Payload: SandboxStopped{}},
+		env(13, SourceRuntime, 0, NetConnect{Method: "CONNECT", Host: "pypi.org", Port: 443, Allowed: true, Reason: "allowed by sandbox.proxy.allow", Status: 200}),
+		env(14, SourceRuntime, 0, NetConnect{Host: "evil.test", Allowed: false, Closed: true, BytesUp: 1, BytesDown: 1 << 33}),
+		{Payload: NetConnect{}},
 		env(11, SourceAgent, 0, CmdRun{Command: "sleep", TimeoutS: 1e-7}),
 		env(12, SourceAgent, 0, CmdRun{Command: "x", TimeoutS: 1e300}),
 	}
@@ -221,7 +224,7 @@ func TestKinds(t *testing.T) {
 			t.Errorf("no decoder for %s", k)
 		}
 	}
-	if actions != 4 || len(Kinds()) != 10 {
+	if actions != 4 || len(Kinds()) != 11 {
 		t.Errorf("%d kinds, %d actions", len(Kinds()), actions)
 	}
 	ev := Event{Payload: CmdRun{}}

@@ -69,6 +69,8 @@ func newFieldDecoder(k []byte) fieldDecoder {
 		return new(InvalidAction)
 	case KindHookVeto:
 		return new(HookVeto)
+	case KindNetConnect:
+		return new(NetConnect)
 	case KindAgentCrashed:
 		return new(AgentCrashed)
 	case KindSandboxStarted:
@@ -938,6 +940,44 @@ func (p *SandboxStopped) decodeField(key []byte, d *decoder) (i int, err error) 
 	case "reason":
 		p.Reason, err = d.str()
 		return 1, err
+	}
+	return -1, nil
+}
+
+func (p *NetConnect) payload() Payload { return *p }
+
+func (p *NetConnect) decodeField(key []byte, d *decoder) (i int, err error) {
+	var n int64
+	switch string(key) {
+	case "method":
+		p.Method, err = d.str()
+		return 0, err
+	case "host":
+		p.Host, err = d.str()
+		return 1, err
+	case "port":
+		n, err = d.int(32)
+		p.Port = int(n)
+		return 2, err
+	case "allowed":
+		p.Allowed, err = d.boolean()
+		return 3, err
+	case "reason":
+		p.Reason, err = d.str()
+		return 4, err
+	case "status":
+		n, err = d.int(32)
+		p.Status = int(n)
+		return 5, err
+	case "closed":
+		p.Closed, err = d.boolean()
+		return 6, err
+	case "bytes_up":
+		p.BytesUp, err = d.int(64)
+		return 7, err
+	case "bytes_down":
+		p.BytesDown, err = d.int(64)
+		return 8, err
 	}
 	return -1, nil
 }

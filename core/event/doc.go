@@ -6,7 +6,7 @@
 //
 // An Event is an envelope (schema version, session, seq, time, source,
 // cause) around a Payload: one of CmdRun, Message, Finish, Delegate
-// (actions) or CmdOutput, InvalidAction, HookVeto, AgentCrashed,
+// (actions) or CmdOutput, InvalidAction, HookVeto, AgentCrashed, NetConnect,
 // SandboxStarted, SandboxStopped (observations). Its JSON form is flat, with
 // "kind" as the discriminator:
 //

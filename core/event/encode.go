@@ -297,3 +297,30 @@ func (p SandboxStopped) appendFields(b []byte) ([]byte, error) {
 	}
 	return b, nil
 }
+
+func (p NetConnect) appendFields(b []byte) ([]byte, error) {
+	if p.Method != "" {
+		b = fieldString(b, "method", p.Method)
+	}
+	b = fieldString(b, "host", p.Host)
+	if p.Port != 0 {
+		b = fieldInt(b, "port", int64(p.Port))
+	}
+	b = fieldBool(b, "allowed", p.Allowed)
+	if p.Reason != "" {
+		b = fieldString(b, "reason", p.Reason)
+	}
+	if p.Status != 0 {
+		b = fieldInt(b, "status", int64(p.Status))
+	}
+	if p.Closed {
+		b = fieldBool(b, "closed", true)
+	}
+	if p.BytesUp != 0 {
+		b = fieldInt(b, "bytes_up", p.BytesUp)
+	}
+	if p.BytesDown != 0 {
+		b = fieldInt(b, "bytes_down", p.BytesDown)
+	}
+	return b, nil
+}

@@ -47,13 +47,14 @@ const (
 	KindAgentCrashed   Kind = "agent_crashed"
 	KindSandboxStarted Kind = "sandbox_started"
 	KindSandboxStopped Kind = "sandbox_stopped"
+	KindNetConnect     Kind = "net_connect"
 )
 
 // Kinds returns every known kind, actions first.
 func Kinds() []Kind {
 	return []Kind{
 		KindCmdRun, KindMessage, KindFinish, KindDelegate,
-		KindCmdOutput, KindInvalidAction, KindHookVeto, KindAgentCrashed,
+		KindCmdOutput, KindInvalidAction, KindHookVeto, KindAgentCrashed, KindNetConnect,
 		KindSandboxStarted, KindSandboxStopped,
 	}
 }
@@ -70,7 +71,7 @@ func (k Kind) IsAction() bool {
 // IsObservation reports whether k is an observation kind.
 func (k Kind) IsObservation() bool {
 	switch k {
-	case KindCmdOutput, KindInvalidAction, KindHookVeto, KindAgentCrashed,
+	case KindCmdOutput, KindInvalidAction, KindHookVeto, KindAgentCrashed, KindNetConnect,
 		KindSandboxStarted, KindSandboxStopped:
 		return true
 	}
@@ -214,6 +215,24 @@ type SandboxStopped struct {
 	SandboxID string `json:"sandbox_id,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 }
+
+// NetConnect reports one connection a sandbox asked the egress proxy for
+// (network = "proxy"): once when it was allowed or refused, and, if it was
+// allowed, once more when it ended (Closed, with the bytes each way).
+type NetConnect struct {
+	Method    string `json:"method,omitempty"` // CONNECT, GET, …
+	Host      string `json:"host"`
+	Port      int    `json:"port,omitempty"`
+	Allowed   bool   `json:"allowed"`
+	Reason    string `json:"reason,omitempty"`
+	Status    int    `json:"status,omitempty"` // the HTTP status the sandbox got
+	Closed    bool   `json:"closed,omitempty"`
+	BytesUp   int64  `json:"bytes_up,omitempty"`
+	BytesDown int64  `json:"bytes_down,omitempty"`
+}
+
+// Kind implements Payload.
+func (NetConnect) Kind() Kind { return KindNetConnect }
 
 // Kind implements Payload.
 func (CmdRun) Kind() Kind { return KindCmdRun }

@@ -40,6 +40,9 @@ type Options struct {
 	Ready func(socket string)
 
 	Logger *slog.Logger
+
+	// ProxyHosts is passed to the daemon (daemon.Options.ProxyHosts).
+	ProxyHosts map[string]string
 }
 
 // Run serves until ctx ends, then shuts down cleanly and returns nil; an
@@ -100,7 +103,7 @@ func Run(ctx context.Context, opts Options) error {
 			st.Close()
 		}
 	}()
-	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, DataDir: dataDir, Metrics: metrics, Logger: log})
+	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, DataDir: dataDir, Metrics: metrics, Logger: log, ProxyHosts: opts.ProxyHosts})
 	if err != nil {
 		closeLn()
 		return err

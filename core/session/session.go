@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/terminal"
 	"github.com/harnessd/harnessd/core/trim"
 )
@@ -30,6 +31,19 @@ type Config struct {
 	// Outputs keeps every command's full output. Nil keeps none.
 	Outputs trim.OutputStore
 	Logger  *slog.Logger
+
+	// Sandbox is where the shell runs; nil means on the host (driver
+	// "none"). The session owns it: Close destroys it. Its terminal
+	// options (Prepare, Started, ControlDir, Dir, InitWrapped) replace
+	// those in Terminal.
+	Sandbox sandbox.Sandbox
+	// Driver names the sandbox's driver in sandbox_started ("none" when
+	// Sandbox is nil).
+	Driver string
+
+	// Shell, if set, is an already started terminal (from a warm pool),
+	// started with Sandbox's options; Terminal is then not used.
+	Shell *terminal.Terminal
 
 	// Pipeline starts a command while its cmd_run is still being
 	// committed, instead of after (batch durability: the observation is
@@ -54,6 +68,7 @@ type Result struct {
 type Session struct {
 	id       string
 	term     *terminal.Terminal
+	sb       sandbox.Sandbox
 	events   Recorder
 	outputs  trim.OutputStore
 	trim     trim.Config
@@ -70,18 +85,53 @@ func New(ctx context.Context, id string, cfg Config) (*Session, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	term, err := terminal.New(ctx, cfg.Terminal)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
+	term := cfg.Shell
+	if term == nil {
+		opts := cfg.Terminal
+		if cfg.Sandbox != nil {
+			opts = SandboxTerminal(opts, cfg.Sandbox)
+		}
+		var err error
+		if term, err = terminal.New(ctx, opts); err != nil {
+			return nil, fmt.Errorf("session %s: %w", id, err)
+		}
 	}
-	s := &Session{id: id, term: term, events: cfg.Events, outputs: cfg.Outputs, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir, pipeline: cfg.Pipeline}
-	// No isolation yet: the shell runs on the host, and the event says so.
-	if _, err := s.Record(ctx, event.SourceRuntime, 0, event.SandboxStarted{Driver: "none", SandboxID: fmt.Sprint(term.PID()), Workdir: cfg.Terminal.Dir}); err != nil {
-		term.Close()
+	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir, pipeline: cfg.Pipeline}
+	started := event.SandboxStarted{Driver: "none", SandboxID: fmt.Sprint(term.PID()), Workdir: cfg.Terminal.Dir}
+	if cfg.Sandbox != nil {
+		started = event.SandboxStarted{Driver: cfg.Driver, SandboxID: cfg.Sandbox.ID(), Workdir: cfg.Sandbox.Workdir()}
+	}
+	if _, err := s.Record(ctx, event.SourceRuntime, 0, started); err != nil {
+		s.shutdown(ctx)
 		return nil, err
 	}
 	return s, nil
 }
+
+// SandboxTerminal returns opts with the sandbox's hooks in place, so that
+// the terminal's bash starts inside sb.
+func SandboxTerminal(opts terminal.Options, sb sandbox.Sandbox) terminal.Options {
+	opts.Prepare = sb.Prepare
+	opts.Started = sb.Started
+	opts.ControlDir = sb.ControlDir()
+	opts.Dir = sb.Workdir()
+	opts.InitWrapped = sb.InitWrapped()
+	return opts
+}
+
+// shutdown ends the shell, then the sandbox and everything left in it.
+func (s *Session) shutdown(ctx context.Context) error {
+	err := s.term.Close()
+	if s.sb != nil {
+		if derr := s.sb.Destroy(context.WithoutCancel(ctx)); derr != nil && err == nil {
+			err = derr
+		}
+	}
+	return err
+}
+
+// Sandbox is the session's sandbox; nil when it runs on the host.
+func (s *Session) Sandbox() sandbox.Sandbox { return s.sb }
 
 // ID is the session's id.
 func (s *Session) ID() string { return s.id }
@@ -181,9 +231,12 @@ func (s *Session) Run(ctx context.Context, src event.Source, c event.CmdRun) (Re
 // Close ends the session's shell and everything it started, and records
 // sandbox_stopped.
 func (s *Session) Close(ctx context.Context, reason string) error {
-	pid := s.term.PID()
-	err := s.term.Close()
-	if _, rerr := s.Record(ctx, event.SourceRuntime, 0, event.SandboxStopped{SandboxID: fmt.Sprint(pid), Reason: reason}); rerr != nil && err == nil {
+	id := fmt.Sprint(s.term.PID())
+	if s.sb != nil {
+		id = s.sb.ID()
+	}
+	err := s.shutdown(ctx)
+	if _, rerr := s.Record(ctx, event.SourceRuntime, 0, event.SandboxStopped{SandboxID: id, Reason: reason}); rerr != nil && err == nil {
 		err = rerr
 	}
 	return err

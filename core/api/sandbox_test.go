@@ -1,0 +1,133 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/core/config"
+	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/core/event"
+)
+
+func nativeConfig(t *testing.T) config.Config {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Sandbox.Driver = config.DriverNative
+	cfg.Sandbox.PoolSize = 2
+	cfg.Sandbox.MemoryMB = 256
+	cfg.Sandbox.Pids = 128
+	return cfg
+}
+
+// TestSandboxedSessions: with the native driver each session's shell runs
+// in its own sandbox, sessions come from the warm pool, and deleting one
+// leaves none of its processes.
+func TestSandboxedSessions(t *testing.T) {
+	cfg := nativeConfig(t)
+	td := startDaemon(t, cfg)
+	ctx := context.Background()
+	time.Sleep(500 * time.Millisecond) // let the pool fill
+	a, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started event.SandboxStarted
+	td.cl.Events(ctx, "a", 0, false, func(ev event.Event) error {
+		if s, ok := ev.Payload.(event.SandboxStarted); ok {
+			started = s
+		}
+		return nil
+	})
+	if started.Driver != "native" || started.Workdir != "/workspace" || !strings.HasPrefix(started.SandboxID, "w") {
+		t.Errorf("sandbox_started %+v: want a native sandbox from the warm pool (id w…)", started)
+	}
+	out := run(t, td.cl, "a", "echo secret-a > mine.txt; cat /etc/shadow 2>&1 | head -1; id -u; ls /workspace")
+	if !strings.Contains(out.Output, "Permission denied") || !strings.Contains(out.Output, "mine.txt") || out.Cwd != "/workspace" {
+		t.Errorf("inside a: %+v", out)
+	}
+	if got, err := os.ReadFile(filepath.Join(a.Workspace, "mine.txt")); err != nil || string(got) != "secret-a\n" {
+		t.Errorf("a's workspace on the host: %q %v", got, err)
+	}
+	if out := run(t, td.cl, "b", "ls /workspace; cat /proc/1/cmdline | tr '\\0' ' '"); strings.Contains(out.Output, "mine.txt") {
+		t.Errorf("b sees a's workspace: %q", out.Output)
+	}
+	if out := run(t, td.cl, "a", "touch /usr/x 2>&1; (exec 3<>/dev/tcp/127.0.0.1/22) 2>&1 | head -1"); !strings.Contains(out.Output, "Read-only") {
+		t.Errorf("a: %q", out.Output)
+	}
+	pid := a.PID
+	if err := td.cl.DeleteSession(ctx, "a", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("a's shell (pid %d) still alive after delete", pid)
+	}
+	if _, err := os.Stat(filepath.Join(a.Workspace, "mine.txt")); err != nil {
+		t.Errorf("the workspace must outlive the sandbox until purged: %v", err)
+	}
+	if err := td.cl.DeleteSession(ctx, "a", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a.Workspace); !os.IsNotExist(err) {
+		t.Errorf("purged workspace %s: %v", a.Workspace, err)
+	}
+	if out := run(t, td.cl, "b", "echo still here"); out.Output != "still here\n" {
+		t.Errorf("b after a's end: %+v", out)
+	}
+	_ = b
+}
+
+// TestProxyNetwork: with network = "proxy", a sandbox reaches an allowed
+// host only through the daemon's proxy, a refused one gets 403, and both
+// decisions are events in the session's log.
+func TestProxyNetwork(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/curl"); err != nil {
+		t.Fatal("curl is needed (scripts/test installs it)")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "hello from the host")
+	}))
+	defer srv.Close()
+	cfg := nativeConfig(t)
+	cfg.Sandbox.PoolSize = 0
+	cfg.Sandbox.Network = config.NetworkProxy
+	cfg.Sandbox.Proxy.Allow = []string{"allowed.test"}
+	cfg.Sandbox.Proxy.Ports = []int{80}
+	td := startDaemonWith(t, cfg, daemon.Options{ProxyHosts: map[string]string{"allowed.test": srv.Listener.Addr().String()}})
+	ctx := context.Background()
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, td.cl, "net", "curl -s http://allowed.test/"); out.Output != "hello from the host" {
+		t.Errorf("allowed: %+v", out)
+	}
+	if out := run(t, td.cl, "net", "curl -s -w ' %{http_code}' http://denied.test/"); !strings.Contains(out.Output, "not in the allowlist") || !strings.HasSuffix(out.Output, " 403") {
+		t.Errorf("denied: %+v", out)
+	}
+	hostPort := strings.TrimPrefix(srv.URL, "http://")
+	if out := run(t, td.cl, "net", "curl -s --noproxy '*' --max-time 2 http://"+hostPort+"/ || echo direct-failed"); !strings.Contains(out.Output, "direct-failed") {
+		t.Errorf("direct connection to the host's loopback: %+v", out)
+	}
+	td.cl.DeleteSession(ctx, "net", false)
+	var seen []string
+	td.cl.Events(ctx, "net", 0, false, func(ev event.Event) error {
+		if n, ok := ev.Payload.(event.NetConnect); ok {
+			seen = append(seen, fmt.Sprintf("%s allowed=%v closed=%v", n.Host, n.Allowed, n.Closed))
+		}
+		return nil
+	})
+	want := "[allowed.test allowed=true closed=false allowed.test allowed=true closed=true denied.test allowed=false closed=false]"
+	if fmt.Sprint(seen) != want {
+		t.Errorf("net_connect events %v, want %s", seen, want)
+	}
+}

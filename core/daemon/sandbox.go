@@ -1,0 +1,234 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/harnessd/harnessd/core/config"
+	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/sandbox"
+	"github.com/harnessd/harnessd/core/sandbox/cgroup"
+	"github.com/harnessd/harnessd/core/sandbox/netproxy"
+	"github.com/harnessd/harnessd/core/session"
+	"github.com/harnessd/harnessd/core/terminal"
+)
+
+// placement is where a session runs before it has an id: a sandbox, the
+// shell already started in it, its workspace on the host, and its egress
+// proxy when the network goes through one. The warm pool holds these.
+type placement struct {
+	sb    sandbox.Sandbox
+	term  *terminal.Terminal
+	ws    string
+	proxy *egress
+}
+
+// close ends a placement no session took.
+func (p *placement) close() {
+	p.term.Close()
+	p.sb.Destroy(context.Background())
+	if p.proxy != nil {
+		p.proxy.close()
+	}
+	os.RemoveAll(p.ws)
+}
+
+// setupSandboxes picks the driver harness.toml names and says, loudly,
+// what isolation and which limits this host gives.
+func (d *Daemon) setupSandboxes() error {
+	sc := d.cfg.Sandbox
+	switch sc.Driver {
+	case config.DriverNone:
+		d.driver = &sandbox.None{Logger: d.log}
+		d.log.Warn("sandbox.driver = \"none\": sessions run directly on the host, with no isolation and no limits")
+		return nil
+	case config.DriverNative:
+	default:
+		return fmt.Errorf("sandbox.driver %q: want %q or %q", sc.Driver, config.DriverNative, config.DriverNone)
+	}
+	opts := &sandbox.NativeOptions{Logger: d.log, StateDir: filepath.Join(d.runDir, "sandboxes")}
+	mgr, err := cgroup.Detect(cgroup.Options{Logger: d.log})
+	if err != nil {
+		d.log.Warn("cgroups unusable; limits fall back to rlimits", "err", err)
+	} else {
+		d.cgroups = mgr
+		opts.Cgroups = sandbox.Cgroups(mgr)
+	}
+	nat, err := sandbox.NewNative(opts)
+	if err != nil {
+		return d.sandboxErr(err)
+	}
+	if err := nat.CheckHost(); err != nil {
+		return d.sandboxErr(err)
+	}
+	d.driver = nat
+	d.log.Info("sandbox driver native", "network", sc.Network, "memory_mb", sc.MemoryMB, "pids", sc.Pids,
+		"cpu_weight", sc.CPUWeight, "tmp_mb", sc.TmpMB, "pool_size", sc.PoolSize)
+	return nil
+}
+
+func (d *Daemon) sandboxErr(err error) error {
+	if d.cgroups != nil {
+		d.cgroups.Close()
+		d.cgroups = nil
+	}
+	return fmt.Errorf("sandbox: %w (this host cannot make native sandboxes; only if running without isolation is acceptable, set sandbox.driver = \"none\" in harness.toml)", err)
+}
+
+// pooled reports whether sessions come from a warm pool: only native
+// sandboxes, whose shell sees the same /workspace whatever the host path.
+func (d *Daemon) pooled() bool {
+	return d.cfg.Sandbox.Driver == config.DriverNative && d.cfg.Sandbox.PoolSize > 0
+}
+
+// place makes a new placement with its workspace at ws.
+func (d *Daemon) place(ctx context.Context, name, ws string) (*placement, error) {
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, err
+	}
+	sc := d.cfg.Sandbox
+	spec := sandbox.Spec{
+		ID:        name,
+		Workspace: ws,
+		Image:     sc.Image,
+		Protected: sc.Protected,
+		Network:   sandbox.Network(sc.Network),
+		Limits: sandbox.Limits{
+			MemoryBytes: int64(sc.MemoryMB) << 20,
+			Pids:        sc.Pids,
+			CPUWeight:   sc.CPUWeight,
+			TmpBytes:    int64(sc.TmpMB) << 20,
+		},
+	}
+	p := &placement{ws: ws}
+	fail := func(err error) (*placement, error) {
+		if p.proxy != nil {
+			p.proxy.close()
+		}
+		os.RemoveAll(ws)
+		return nil, err
+	}
+	if sc.Network == config.NetworkProxy {
+		eg, err := d.newEgress(name)
+		if err != nil {
+			return fail(err)
+		}
+		p.proxy, spec.ProxySocket = eg, eg.socket
+	}
+	sb, err := d.driver.Create(ctx, spec)
+	if err != nil {
+		return fail(err)
+	}
+	p.sb = sb
+	opts := session.SandboxTerminal(session.ConfigFrom(d.cfg, ws).Terminal, sb)
+	opts.Logger = d.log
+	term, err := terminal.New(ctx, opts)
+	if err != nil {
+		sb.Destroy(context.WithoutCancel(ctx))
+		return fail(err)
+	}
+	p.term = term
+	return p, nil
+}
+
+// newPlacementName names a pooled sandbox before any session has it.
+func newPlacementName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "w" + hex.EncodeToString(b[:])
+}
+
+// egress is one session's proxy: its own unix socket (so every decision
+// is the session's), served until close. Decisions are queued for the
+// session's log by a goroutine the egress owns; the proxy's callback never
+// blocks on the store.
+type egress struct {
+	socket    string
+	p         *netproxy.Proxy
+	decisions chan event.NetConnect
+	dropped   atomic.Int64
+	record    atomic.Pointer[func(event.NetConnect)]
+	wg        sync.WaitGroup
+	stop      context.CancelFunc
+}
+
+func (d *Daemon) newEgress(name string) (*egress, error) {
+	dir := filepath.Join(d.runDir, "proxy")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	e := &egress{socket: filepath.Join(dir, name+".sock"), decisions: make(chan event.NetConnect, 256)}
+	pc := d.cfg.Sandbox.Proxy
+	p, err := netproxy.New(netproxy.Config{
+		Allow: pc.Allow, Deny: pc.Deny, Ports: pc.Ports, Hosts: d.proxyHosts,
+		Logger: d.log,
+		OnDecision: func(dec netproxy.Decision) {
+			ev := event.NetConnect{Method: dec.Method, Host: dec.Host, Port: dec.Port, Allowed: dec.Allowed,
+				Reason: dec.Reason, Status: dec.Status, Closed: dec.Closed, BytesUp: dec.BytesUp, BytesDown: dec.BytesDown}
+			select {
+			case e.decisions <- ev:
+			default:
+				e.dropped.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox.proxy: %w", err)
+	}
+	ln, err := netproxy.ListenUnix(e.socket)
+	if err != nil {
+		return nil, err
+	}
+	e.p = p
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stop = cancel
+	e.wg.Go(func() {
+		if err := p.Serve(ctx, ln); err != nil && !errors.Is(err, netproxy.ErrClosed) {
+			d.log.Warn("egress proxy", "socket", e.socket, "err", err)
+		}
+	})
+	e.wg.Go(func() {
+		for ev := range e.decisions { // until close, after the proxy's last decision
+			if f := e.record.Load(); f != nil {
+				(*f)(ev)
+			}
+		}
+	})
+	return e, nil
+}
+
+// attach sends the egress's decisions to a session's log from now on.
+func (e *egress) attach(s *session.Session, log *slog.Logger) {
+	f := func(ev event.NetConnect) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := s.Record(ctx, event.SourceRuntime, 0, ev); err != nil {
+			log.Warn("net_connect not recorded", "session", s.ID(), "err", err)
+		}
+	}
+	e.record.Store(&f)
+}
+
+// close stops the proxy, records its last decisions, and removes the
+// socket.
+func (e *egress) close() {
+	e.p.Close() // returns after Serve, so no decision comes after it
+	e.stop()
+	close(e.decisions)
+	e.wg.Wait()
+	if n := e.dropped.Load(); n > 0 {
+		if f := e.record.Load(); f != nil {
+			(*f)(event.NetConnect{Host: "(unrecorded)", Reason: fmt.Sprintf("%d decisions were not recorded: the session's log fell behind", n)})
+		}
+	}
+	os.Remove(e.socket)
+}

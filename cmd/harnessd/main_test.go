@@ -343,3 +343,67 @@ func TestSystemd(t *testing.T) {
 		t.Fatalf("activated socket removed by the daemon: %v", err)
 	}
 }
+
+// TestUnitCapabilities runs the real daemon under the CapabilityBoundingSet
+// and NoNewPrivileges of contrib/systemd/harnessd.service (applied with
+// setpriv) and makes a native sandbox: the unit must leave the daemon
+// what sandboxes need. The other hardening options (ProtectSystem=,
+// PrivateTmp=, …) need systemd as pid 1 and are not exercised here.
+func TestUnitCapabilities(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatal("setpriv not found: install it with `apt-get install -y util-linux`")
+	}
+	unit, err := os.ReadFile("../../contrib/systemd/harnessd.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []string
+	nnp := false
+	for _, line := range strings.Split(string(unit), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapabilityBoundingSet="); ok {
+			for _, c := range strings.Fields(v) {
+				caps = append(caps, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+			}
+		}
+		if line == "NoNewPrivileges=yes" {
+			nnp = true
+		}
+	}
+	if len(caps) == 0 || !nnp {
+		t.Fatalf("the unit sets caps %v, NoNewPrivileges %v", caps, nnp)
+	}
+	h := newHarness(t)
+	os.WriteFile(h.config, []byte("[sandbox]\ndriver = \"native\"\npool_size = 0\n"), 0o644)
+	args := []string{"--bounding-set=-all," + strings.Join(caps, ","), "--no-new-privs", "--", os.Args[0],
+		"serve", "--config", h.config, "--data", h.dir, "--socket", h.socket}
+	cmd := exec.Command(setpriv, args...)
+	cmd.Env = append(os.Environ(), "HARNESSD_BE_MAIN=1")
+	logs := new(syncBuffer)
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", logs.String())
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, code := h.run("session", "ls"); code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("daemon did not answer")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.must("session", "new", "--id", "caps")
+	out := h.must("exec", "caps", "--", "grep -E '^Cap(Eff|Bnd)' /proc/self/status; pwd")
+	if !strings.Contains(out, "CapEff:\t0000000000000000") || !strings.HasSuffix(out, "/workspace\n") {
+		t.Fatalf("inside the sandbox: %q", out)
+	}
+}

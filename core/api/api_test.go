@@ -394,6 +394,44 @@ func TestFollow(t *testing.T) {
 	if len(mid) != total-30 || mid[0] != 31 {
 		t.Fatalf("mid follower got %v", mid)
 	}
+	// Resuming a follow on an ended session returns what is left, then
+	// ends, even from its last seq.
+	for _, after := range []uint64{0, total - 1, total, total + 5} {
+		n := 0
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := td.cl.Events(fctx, "f", after, true, func(event.Event) error { n++; return nil })
+		cancel()
+		if want := max(0, int(total)-int(after)); err != nil || n != want {
+			t.Errorf("follow after=%d on an ended session: %d events, %v; want %d and the end", after, n, err, want)
+		}
+	}
+}
+
+// TestDeleteDuringCommand: DELETE kills a running command at once; its
+// observation is recorded before sandbox_stopped.
+func TestDeleteDuringCommand(t *testing.T) {
+	td := startDaemon(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "d"})
+	acted := make(chan error, 1)
+	go func() {
+		_, err := td.cl.Act(ctx, "d", event.SourceUser, event.CmdRun{Command: "while :; do echo tick; sleep 0.1; done"})
+		acted <- err
+	}()
+	time.Sleep(400 * time.Millisecond)
+	begin := time.Now()
+	if err := td.cl.DeleteSession(ctx, "d", false); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("delete took %s", d)
+	}
+	<-acted
+	var kinds []event.Kind
+	td.cl.Events(ctx, "d", 0, false, func(ev event.Event) error { kinds = append(kinds, ev.Kind()); return nil })
+	if fmt.Sprint(kinds) != "[sandbox_started cmd_run cmd_output sandbox_stopped]" {
+		t.Errorf("events %v", kinds)
+	}
 }
 
 // TestShutdownAndRestart: SIGTERM's path lets a running command be
@@ -417,7 +455,9 @@ func TestShutdownAndRestart(t *testing.T) {
 	}
 	busy := make(chan reply, 1)
 	go func() {
-		ev, err := td.cl.Act(ctx, "busy", event.SourceUser, event.CmdRun{Command: "sleep 60"})
+		// It prints every 100ms, so the soft timeout never hands control
+		// back: only the shutdown can end it.
+		ev, err := td.cl.Act(ctx, "busy", event.SourceUser, event.CmdRun{Command: "while :; do echo tick; sleep 0.1; done"})
 		busy <- reply{ev, err}
 	}()
 	time.Sleep(300 * time.Millisecond) // let it start
@@ -425,8 +465,8 @@ func TestShutdownAndRestart(t *testing.T) {
 	if err := td.shutdown(); err != nil {
 		t.Fatalf("serve returned %v, want nil", err)
 	}
-	if d := time.Since(begin); d > 15*time.Second {
-		t.Errorf("shutdown took %s", d)
+	if d := time.Since(begin); d > 8*time.Second {
+		t.Errorf("shutdown took %s with a 500ms grace: the running command was not interrupted", d)
 	}
 	r := <-busy
 	if r.err == nil {
@@ -455,6 +495,8 @@ func TestShutdownAndRestart(t *testing.T) {
 		st.Read(ctx, id, 0, func(ev event.Event) error { lastEv = ev; return nil })
 		if stop, ok := lastEv.Payload.(event.SandboxStopped); !ok || !strings.Contains(stop.Reason, "shut down") {
 			t.Errorf("%s: last event %+v", id, lastEv)
+		} else if id == "busy" && !strings.Contains(stop.Reason, "interrupted") {
+			t.Errorf("busy: reason %q should say its command was interrupted", stop.Reason)
 		}
 	}
 	var busyKinds []event.Kind
@@ -525,11 +567,12 @@ func TestPeerCredentials(t *testing.T) {
 	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's parent is 0700
 	cfg := testConfig(t, dir)
 	cfg.Daemon.AllowUIDs = []int{65533}
+	cfg.Daemon.AllowGIDs = []int{4242}
 	td := startDaemon(t, cfg)
 	os.Chmod(td.socket, 0o666) // past the file mode, so the credential check is what decides
-	as := func(uid int) (int, string) {
+	as := func(uid int, groups ...uint32) (int, string) {
 		cmd := exec.Command(curl, "-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", td.socket, "http://x/v1/sessions")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: 65534}}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: 65534, Groups: groups}}
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("curl as %d: %v", uid, err)
@@ -544,6 +587,12 @@ func TestPeerCredentials(t *testing.T) {
 	}
 	if code, body := as(65533); code != 200 {
 		t.Errorf("allowed uid 65533: %d %s", code, body)
+	}
+	if code, body := as(65534, 4242); code != 200 {
+		t.Errorf("uid 65534 in allowed supplementary group 4242: %d %s", code, body)
+	}
+	if code, _ := as(65534, 4243); code != 403 {
+		t.Errorf("uid 65534 in group 4243: %d, want 403", code)
 	}
 }
 

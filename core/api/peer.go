@@ -1,13 +1,11 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,8 +16,8 @@ import (
 type Peer struct {
 	UID, GID int
 	PID      int
-	// Groups are the peer's supplementary groups, read from
-	// /proc/PID/status when a gid rule needs them; nil if unreadable.
+	// Groups are the peer's supplementary groups at connect time
+	// (SO_PEERGROUPS); nil if the kernel could not say.
 	Groups []int
 }
 
@@ -38,12 +36,37 @@ func withPeer(ctx context.Context, c net.Conn) context.Context {
 	}
 	var cred *unix.Ucred
 	var credErr error
+	var groups []int
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		groups = peerGroups(int(fd))
 	}); err != nil || credErr != nil {
 		return ctx
 	}
-	return context.WithValue(ctx, peerKey{}, Peer{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid)})
+	return context.WithValue(ctx, peerKey{}, Peer{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid), Groups: groups})
+}
+
+// peerGroups reads SO_PEERGROUPS: the groups the kernel recorded when the
+// peer connected, so a pid reused since then cannot lend its groups.
+func peerGroups(fd int) []int {
+	buf := make([]uint32, 64)
+	for {
+		n := uint32(len(buf) * 4)
+		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_PEERGROUPS,
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
+		if e == unix.ERANGE && len(buf) < 1<<16 {
+			buf = make([]uint32, n/4+1)
+			continue
+		}
+		if e != 0 {
+			return nil
+		}
+		out := make([]int, n/4)
+		for i := range out {
+			out[i] = int(buf[i])
+		}
+		return out
+	}
 }
 
 // PeerFrom returns the peer of a request's connection.
@@ -67,37 +90,11 @@ func AllowUsers(uids, gids []int) func(Peer) bool {
 		if slices.Contains(gids, p.GID) {
 			return true
 		}
-		for _, g := range supplementaryGroups(p.PID) {
+		for _, g := range p.Groups {
 			if slices.Contains(gids, g) {
 				return true
 			}
 		}
 		return false
 	}
-}
-
-// supplementaryGroups reads the Groups line of /proc/PID/status. The
-// process may have exited (or be another by now); then it has none, and
-// only its primary gid counts.
-func supplementaryGroups(pid int) []int {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "Groups:")
-		if !ok {
-			continue
-		}
-		var out []int
-		for _, f := range strings.Fields(rest) {
-			if g, err := strconv.Atoi(f); err == nil {
-				out = append(out, g)
-			}
-		}
-		return out
-	}
-	return nil
 }

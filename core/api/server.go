@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,6 +41,9 @@ type Server struct {
 	http *http.Server
 	base context.Context // parent of every request's context
 	stop context.CancelFunc
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed when the first http.Server.Shutdown returns
 }
 
 // NewServer returns a Server for d. Serve it with Serve; end it with
@@ -54,7 +58,7 @@ func NewServer(d *daemon.Daemon, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{d: d, opts: opts, mux: http.NewServeMux()}
+	s := &Server{d: d, opts: opts, mux: http.NewServeMux(), stopped: make(chan struct{})}
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.routes()
 	s.http = &http.Server{
@@ -84,15 +88,25 @@ func (s *Server) Serve(ln net.Listener) error {
 // Call it first on SIGTERM, then stop the daemon, then Shutdown.
 func (s *Server) StopAccepting() {
 	// http.Server has no "close listeners only": Shutdown does exactly that
-	// first, then waits for connections to go idle, which the caller
-	// bounds with Shutdown's context later.
-	go s.http.Shutdown(context.Background())
+	// first, then waits for connections to go idle; Shutdown below waits
+	// for this goroutine, bounding it with its context.
+	s.stopOnce.Do(func() {
+		go func() {
+			s.http.Shutdown(s.base)
+			close(s.stopped)
+		}()
+	})
 }
 
 // Shutdown ends the requests still open (event followers) and waits until
 // every connection is closed or ctx ends, when it closes them.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.stop()
+	s.StopAccepting()
+	s.stop() // requests' contexts end; so does the goroutine's wait
+	select {
+	case <-s.stopped:
+	case <-ctx.Done():
+	}
 	err := s.http.Shutdown(ctx)
 	if err != nil {
 		s.http.Close()

@@ -138,6 +138,13 @@ func (c *cmd) client(socket string) *api.Client {
 	}
 	if socket == "" {
 		socket = config.DefaultSocket(c.env.Getenv)
+		// A user's own daemon first, then the system service's socket,
+		// which members of the harnessd group may use.
+		if _, err := os.Stat(socket); err != nil {
+			if _, err := os.Stat(config.SystemSocket); err == nil {
+				socket = config.SystemSocket
+			}
+		}
 	}
 	return api.NewClient(socket)
 }

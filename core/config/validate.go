@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -153,7 +154,7 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 	}{{"sandbox.proxy.allow", sb.Proxy.Allow}, {"sandbox.proxy.deny", sb.Proxy.Deny}} {
 		for i, d := range l.v {
 			if !validDomainPattern(d) {
-				bad(l.key, "entry %d of %d (%s) is not a domain or *.domain", i+1, len(l.v), quote(d))
+				bad(l.key, "entry %d of %d (%s) is not a domain, *.domain, *, IP address or CIDR range", i+1, len(l.v), quote(d))
 			}
 		}
 	}
@@ -165,9 +166,18 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 	return errs
 }
 
-// validDomainPattern accepts "example.com" and "*.example.com": letters,
-// digits, '-' and '.', with an optional leading "*.".
+// validDomainPattern accepts what the egress proxy does: "example.com",
+// "*.example.com", "*", an IP address or a CIDR range.
 func validDomainPattern(p string) bool {
+	if p == "*" {
+		return true
+	}
+	if _, err := netip.ParseAddr(p); err == nil {
+		return true
+	}
+	if _, err := netip.ParsePrefix(p); err == nil {
+		return true
+	}
 	p = strings.TrimPrefix(p, "*.")
 	if p == "" || len(p) > 253 || strings.HasPrefix(p, ".") || strings.Contains(p, "..") {
 		return false

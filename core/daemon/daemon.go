@@ -80,6 +80,7 @@ type liveSession struct {
 	workspace string
 	proxy     *egress       // nil unless network = "proxy"
 	turn      chan struct{} // one action at a time: hold the token to act
+	gone      chan struct{} // closed once sandbox_stopped is recorded
 	mu        sync.Mutex
 	ended     bool // Close has been called (under mu)
 }
@@ -242,11 +243,13 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		return Info{}, fmt.Errorf("%w: %d live (daemon.max_sessions)", ErrTooMany, d.cfg.Daemon.MaxSessions)
 	}
 	d.creating++
+	d.inflight.Add(1) // Shutdown waits for a create in progress
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
 		d.creating--
 		d.mu.Unlock()
+		d.inflight.Done()
 	}()
 
 	var warm *placement
@@ -274,16 +277,16 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		d.setState(context.WithoutCancel(ctx), id, StateInterrupted)
 		return Info{}, fmt.Errorf("daemon: start session %s: %w", id, err)
 	}
+	d.metrics.sessionsCreated.Inc()
+	d.metrics.sessionsLive.Inc()
 	d.mu.Lock()
 	if d.closing {
 		d.mu.Unlock()
-		d.end(context.WithoutCancel(ctx), id, ls, StateInterrupted, "harnessd is shutting down")
+		d.end(ctx, id, ls, StateInterrupted, "harnessd is shutting down")
 		return Info{}, ErrShuttingDown
 	}
 	d.live[id] = ls
 	d.mu.Unlock()
-	d.metrics.sessionsCreated.Inc()
-	d.metrics.sessionsLive.Inc()
 	d.log.Info("session created", "session", id, "workspace", ls.workspace, "pid", ls.sess.PID())
 	rec.LastSeq = 1
 	return d.info(rec, ls), nil
@@ -317,7 +320,7 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement) (*li
 		}
 		return nil, err
 	}
-	ls := &liveSession{sess: sess, workspace: ws, turn: make(chan struct{}, 1)}
+	ls := &liveSession{sess: sess, workspace: ws, turn: make(chan struct{}, 1), gone: make(chan struct{})}
 	if warm != nil && warm.proxy != nil {
 		ls.proxy = warm.proxy
 		ls.proxy.attach(sess, d.log)
@@ -375,9 +378,15 @@ func (d *Daemon) List(ctx context.Context) ([]Info, error) {
 // history, outputs and workspace are removed too.
 func (d *Daemon) Delete(ctx context.Context, id string, purge bool) error {
 	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return ErrShuttingDown
+	}
 	ls := d.live[id]
 	delete(d.live, id)
+	d.inflight.Add(1) // Shutdown waits for this end to be recorded
 	d.mu.Unlock()
+	defer d.inflight.Done()
 	rec, err := d.st.Session(ctx, id)
 	if err != nil && ls == nil {
 		if errors.Is(err, store.ErrSessionNotFound) {
@@ -403,8 +412,11 @@ func (d *Daemon) Delete(ctx context.Context, id string, purge bool) error {
 	return nil
 }
 
-// end closes a live session's shell once, records why, and sets its
-// final state.
+// end stops a live session once: its shell and sandbox are killed (a
+// running command with them), the action in flight, if any, records its
+// observation, the egress proxy records its last decisions, and then
+// sandbox_stopped is recorded and the final state set, so that
+// sandbox_stopped is always the session's last event.
 func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, reason string) {
 	ls.mu.Lock()
 	if ls.ended {
@@ -413,15 +425,26 @@ func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, rea
 	}
 	ls.ended = true
 	ls.mu.Unlock()
-	if err := ls.sess.Close(ctx, reason); err != nil {
-		d.log.Warn("session close", "session", id, "err", err)
+	ctx = context.WithoutCancel(ctx) // the end is recorded whoever asked for it
+	if err := ls.sess.Stop(ctx); err != nil {
+		d.log.Warn("session stop", "session", id, "err", err)
+	}
+	select {
+	case ls.turn <- struct{}{}: // the action in flight has answered
+		<-ls.turn // waiters see ended and give up
+	case <-time.After(30 * time.Second):
+		d.log.Warn("session end: the action in flight did not finish", "session", id)
 	}
 	if ls.proxy != nil {
 		ls.proxy.close()
 	}
+	if err := ls.sess.Close(ctx, reason); err != nil {
+		d.log.Warn("session close", "session", id, "err", err)
+	}
 	if err := d.setState(ctx, id, state); err != nil {
 		d.log.Warn("session state", "session", id, "err", err)
 	}
+	close(ls.gone)
 	d.metrics.sessionsLive.Dec()
 	d.log.Info("session ended", "session", id, "state", state, "reason", reason)
 }
@@ -527,17 +550,22 @@ func (d *Daemon) ReadLines(ctx context.Context, outputID string, from, to int) (
 
 // Events calls fn with a session's events after seq after, in order. With
 // follow it then waits for new ones, and returns nil after the session's
-// last event (sandbox_stopped) or an error when ctx ends.
+// last event (sandbox_stopped), at once for a session that has ended, or
+// an error when ctx ends.
 func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow bool, fn func(event.Event) error) error {
 	if _, err := d.Get(ctx, id); err != nil {
 		return err
 	}
-	if !follow {
+	d.mu.Lock()
+	ls := d.live[id]
+	d.mu.Unlock()
+	if !follow || ls == nil {
 		return d.bus.Read(ctx, id, after, fn)
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	sub, cancel := context.WithCancel(ctx)
 	defer cancel()
-	evs, errs := d.bus.Subscribe(ctx, id, after)
+	evs, errs := d.bus.Subscribe(sub, id, after)
+	last := after
 	for {
 		select {
 		case ev, ok := <-evs:
@@ -547,11 +575,18 @@ func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow boo
 			if err := fn(ev); err != nil {
 				return err
 			}
+			last = ev.Seq
 			if ev.Kind() == event.KindSandboxStopped {
 				return nil
 			}
 		case err := <-errs:
 			return err
+		case <-ls.gone:
+			// Ended (sandbox_stopped is recorded): the rest of the
+			// history, then done, whatever the subscription has yet
+			// to deliver.
+			cancel()
+			return d.bus.Read(ctx, id, last, fn)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/core/config"
@@ -71,8 +72,36 @@ func (d *Daemon) setupSandboxes() error {
 		return d.sandboxErr(err)
 	}
 	d.driver = nat
+	// One real sandbox, now: a host that cannot make them (a missing
+	// capability, a seccomp policy, an LSM) fails here with the reason,
+	// not at the first session with a bare EPERM.
+	if err := d.probe(); err != nil {
+		return d.sandboxErr(err)
+	}
 	d.log.Info("sandbox driver native", "network", sc.Network, "memory_mb", sc.MemoryMB, "pids", sc.Pids,
 		"cpu_weight", sc.CPUWeight, "tmp_mb", sc.TmpMB, "pool_size", sc.PoolSize)
+	return nil
+}
+
+// probe makes and destroys one sandbox with its shell, and logs how its
+// limits are enforced on this host.
+func (d *Daemon) probe() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "probe-" + newPlacementName()
+	p, err := d.place(ctx, name, filepath.Join(d.runDir, name))
+	if err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			return fmt.Errorf("starting a sandbox: %w: the daemon may not create user namespaces with a root mapping; under systemd keep CAP_SETUID, CAP_SETGID and CAP_SETFCAP in CapabilityBoundingSet, elsewhere check seccomp/AppArmor policy and user.max_user_namespaces", err)
+		}
+		return fmt.Errorf("starting a sandbox: %w", err)
+	}
+	defer p.close()
+	if st, err := p.sb.Stats(ctx); err == nil {
+		for _, e := range st.Enforced {
+			d.log.Info("sandbox limit", "limit", e.Limit, "value", e.Value, "enforced_by", e.By)
+		}
+	}
 	return nil
 }
 

@@ -103,20 +103,21 @@ func Run(ctx context.Context, opts Options) error {
 			st.Close()
 		}
 	}()
-	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, DataDir: dataDir, Metrics: metrics, Logger: log, ProxyHosts: opts.ProxyHosts})
-	if err != nil {
-		closeLn()
-		return err
-	}
-
+	// Listen before the daemon starts anything: api.Listen narrows the
+	// process's umask for an instant, which must not race the warm pool
+	// making directories.
 	socket := cfg.SocketPath(nil)
 	if ln == nil {
 		if ln, err = api.Listen(socket); err != nil {
-			d.Shutdown(context.Background(), 0)
 			return err
 		}
 	} else if a, ok := ln.Addr().(*net.UnixAddr); ok {
 		socket = a.Name
+	}
+	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, DataDir: dataDir, Metrics: metrics, Logger: log, ProxyHosts: opts.ProxyHosts})
+	if err != nil {
+		closeLn()
+		return err
 	}
 	srv := api.NewServer(d, api.Options{
 		MaxBody: int64(cfg.Daemon.MaxBody),

@@ -130,6 +130,12 @@ func (s *Session) shutdown(ctx context.Context) error {
 	return err
 }
 
+// Stop kills the session's shell, everything it started and its sandbox,
+// and records nothing: a Run in progress returns at once (and records its
+// observation, with a note). Close records the end; Stop before Close lets
+// the caller wait for that observation in between.
+func (s *Session) Stop(ctx context.Context) error { return s.shutdown(ctx) }
+
 // Sandbox is the session's sandbox; nil when it runs on the host.
 func (s *Session) Sandbox() sandbox.Sandbox { return s.sb }
 
@@ -228,8 +234,8 @@ func (s *Session) Run(ctx context.Context, src event.Source, c event.CmdRun) (Re
 	return r, err
 }
 
-// Close ends the session's shell and everything it started, and records
-// sandbox_stopped.
+// Close ends the session's shell and everything it started (if Stop has
+// not already), and records sandbox_stopped.
 func (s *Session) Close(ctx context.Context, reason string) error {
 	id := fmt.Sprint(s.term.PID())
 	if s.sb != nil {

@@ -13,10 +13,8 @@ import (
 const envChild = "HARNESSD_SYSTEMD_CHILD"
 
 var children = map[string]func() int{
-	"serve":          serveChild,         // activation_test.go
-	"listeners":      listenersChild,     // listeners_test.go
-	"sandbox-parent": sandboxParentChild, // unit_test.go
-	"sandbox-child":  sandboxChild,       // unit_test.go
+	"serve":     serveChild,     // activation_test.go
+	"listeners": listenersChild, // listeners_test.go
 }
 
 func TestMain(m *testing.M) {

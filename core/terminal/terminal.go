@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -183,12 +184,19 @@ type Terminal struct {
 	started  time.Time // when the running command started
 	deadline time.Time // its hard deadline
 	closed   bool
+
+	// quit is cancelled (with ErrClosed) when Close begins, before it
+	// waits for mu: a Run in progress stops waiting at once, so Close
+	// never waits for a command to finish.
+	quit    context.Context
+	quitNow context.CancelCauseFunc
 }
 
 // New starts a terminal and waits for its first prompt.
 func New(ctx context.Context, opts Options) (*Terminal, error) {
 	opts.setDefaults()
 	t := &Terminal{opts: opts, ctlDir: opts.ControlDir}
+	t.quit, t.quitNow = context.WithCancelCause(context.Background())
 	if t.ctlDir == "" {
 		d, err := os.MkdirTemp("", "harnessd-term-")
 		if err != nil {
@@ -285,6 +293,7 @@ func (t *Terminal) PID() int {
 // Close kills the shell and everything it started and removes the control
 // directory if the terminal made it. Safe to call more than once.
 func (t *Terminal) Close() error {
+	t.quitNow(ErrClosed) // a Run in progress returns, and lets go of mu
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -304,12 +313,27 @@ func (t *Terminal) Close() error {
 // new output (Result.Running), or after the hard timeout has interrupted
 // it. An error means the terminal itself failed (ctx ended, or no shell
 // could be started); a command's failure is only its exit code.
+//
+// Close while Run waits makes Run return at once with ErrClosed (and the
+// output so far); Close then kills the command with the shell.
 func (t *Terminal) Run(ctx context.Context, req Request, out io.Writer) (Result, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return Result{}, ErrClosed
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(t.quit, func() { cancel(ErrClosed) })
+	defer stop()
+	res, err := t.run(ctx, req, out)
+	if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
+		err = ErrClosed
+	}
+	return res, err
+}
+
+func (t *Terminal) run(ctx context.Context, req Request, out io.Writer) (Result, error) {
 	begin := time.Now()
 	t.sink.w, t.sink.n = out, 0
 	defer func() { t.sink.w = io.Discard }()

@@ -3,11 +3,14 @@ package terminal
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -487,4 +490,39 @@ func gone(pid int) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// TestCloseDuringRun: Close does not wait for a running command: Run
+// returns with ErrClosed and the command dies with the shell.
+func TestCloseDuringRun(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: time.Minute, HardTimeout: time.Hour})
+	type result struct {
+		res Result
+		err error
+	}
+	done := make(chan result, 1)
+	pid := term.PID()
+	go func() {
+		res, err := term.Run(context.Background(), Request{Command: "echo started; sleep 600"}, io.Discard)
+		done <- result{res, err}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- term.Close() }()
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, ErrClosed) || r.res.ExitCode != -1 {
+			t.Fatalf("Run after Close: %+v %v", r.res, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after Close")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the command")
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("shell %d alive after Close", pid)
+	}
 }

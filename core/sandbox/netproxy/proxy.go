@@ -260,7 +260,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 // goroutine: the answer is one small write into a new socket's empty
 // buffer, bounded by a short deadline anyway.
 func (p *Proxy) busy(c net.Conn) {
-	reason := fmt.Sprintf("too many connections (net.max_conns is %d)", p.s.maxConns)
+	reason := fmt.Sprintf("too many connections at once from this sandbox (the proxy allows %d)", p.s.maxConns)
 	p.report(Decision{ID: p.ids.Add(1), Reason: reason, Status: http.StatusServiceUnavailable})
 	body := "harnessd proxy: " + reason + "\n"
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))

@@ -730,7 +730,7 @@ func TestMaxConns(t *testing.T) {
 	mark = e.rec.len()
 	// Read without writing: the proxy may close before a request arrives.
 	resp, body := e.raw(t, "")
-	if want := "harnessd proxy: too many connections (net.max_conns is 2)\n"; resp.StatusCode != 503 || body != want {
+	if want := "harnessd proxy: too many connections at once from this sandbox (the proxy allows 2)\n"; resp.StatusCode != 503 || body != want {
 		t.Fatalf("third connection: %s %q, want 503 %q", resp.Status, body, want)
 	}
 	if ds := e.rec.since(t, mark, 1); ds[0].Status != 503 || ds[0].Allowed {

@@ -323,15 +323,9 @@ const dockerImage = "busybox:latest"
 // answers and the image is present; otherwise it returns nil and says why
 // it was skipped.
 func (b *bench) dockerExec(ctx context.Context) (*latencies, string) {
-	bin, err := exec.LookPath("docker")
-	if err != nil {
-		return nil, "docker exec: skipped: docker not installed."
-	}
-	if out, err := exec.CommandContext(ctx, bin, "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		return nil, "docker exec: skipped: no Docker engine answers (`docker version`: " + firstLine(out, err) + ")."
-	}
-	if out, err := exec.CommandContext(ctx, bin, "image", "inspect", dockerImage).CombinedOutput(); err != nil {
-		return nil, "docker exec: skipped: image " + dockerImage + " is not present, and the benchmark never pulls (" + firstLine(out, err) + ")."
+	bin, skip := dockerReady(ctx)
+	if skip != "" {
+		return nil, "docker exec: skipped: " + skip
 	}
 	out, err := exec.CommandContext(ctx, bin, "run", "-d", "--rm", "--network", "none", dockerImage, "sleep", "3600").Output()
 	if err != nil {
@@ -353,6 +347,22 @@ func (b *bench) dockerExec(ctx context.Context) (*latencies, string) {
 	d := summarize(lat)
 	return &d, fmt.Sprintf("docker exec: `docker exec %s true` in a running %s container (--network none), %d timed after 2 untimed.",
 		id[:min(12, len(id))], dockerImage, d.n)
+}
+
+// dockerReady finds the docker client and checks that an engine answers
+// and dockerImage is present; when not, it returns why (a sentence).
+func dockerReady(ctx context.Context) (bin, skip string) {
+	bin, err := exec.LookPath("docker")
+	if err != nil {
+		return "", "docker not installed."
+	}
+	if out, err := exec.CommandContext(ctx, bin, "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		return "", "no Docker engine answers (`docker version`: " + firstLine(out, err) + ")."
+	}
+	if out, err := exec.CommandContext(ctx, bin, "image", "inspect", dockerImage).CombinedOutput(); err != nil {
+		return "", "image " + dockerImage + " is not present, and the benchmark never pulls (" + firstLine(out, err) + ")."
+	}
+	return bin, ""
 }
 
 // firstLine is the first line of a failed command's output, or its error.

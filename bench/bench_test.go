@@ -4,14 +4,22 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/core/sandbox"
 )
 
-// TestMain lets the test binary be the sessions section's daemon, as the
-// bench binary is: re-exec'd with envServe set, it is `harnessd serve`.
+// TestMain lets the test binary be what the bench binary is besides the
+// benchmark: the native sandbox's init (re-exec'd as sandbox-init), and
+// the sessions section's daemon (re-exec'd with envServe set, it is
+// `harnessd serve`).
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand {
+		sandbox.InitMain()
+	}
 	if code, ok := serveChild(); ok {
 		os.Exit(code)
 	}
@@ -71,6 +79,27 @@ func TestQuick(t *testing.T) {
 		}
 	}
 
+	// The sandbox section's and the native sessions' figures are there.
+	names := map[string]bool{}
+	for _, s := range rep.Sections {
+		for _, r := range s.Rows {
+			names[s.Name+"/"+r.Name] = true
+		}
+	}
+	for _, want := range []string{
+		"sandbox/native cold create-to-first-prompt p50",
+		"sandbox/vs bwrap --unshare-all p50",
+		"sandbox/API create p50, pool hit",
+		"sandbox/sandboxes created at once (20 asked)",
+		"sandbox/shells gone after delete",
+		"sessions/daemon RSS / idle session @100",
+		"sessions/native: daemon RSS / idle session @10",
+	} {
+		if !names[want] {
+			t.Errorf("no row %q", want)
+		}
+	}
+
 	var text bytes.Buffer
 	if err := writeText(&text, &rep); err != nil {
 		t.Fatal(err)
@@ -85,5 +114,33 @@ func TestQuick(t *testing.T) {
 		// Not a failure: a loaded CI machine can be slow. The budget is
 		// for a quiet one.
 		t.Logf("-quick took %s, over its 30 s budget", took.Round(time.Second))
+	}
+}
+
+// TestSandboxWithoutBwrap runs the sandbox section's cold starts where
+// bubblewrap is not installed: its baseline is skipped with a note, and
+// the rest is measured.
+func TestSandboxWithoutBwrap(t *testing.T) {
+	b := &bench{opts: options{quick: true}, tmp: t.TempDir(), bwrap: "harnessd-bench-no-such-bwrap"}
+	s := &Section{Name: "sandbox"}
+	if _, err := b.sandboxCold(t.Context(), s, filepath.Join(b.tmp, "cold")); err != nil {
+		t.Fatal(err)
+	}
+	skipped := false
+	for _, n := range s.Notes {
+		skipped = skipped || strings.HasPrefix(n, "bwrap: skipped: bubblewrap is not installed")
+	}
+	if !skipped {
+		t.Errorf("no note that bwrap was skipped in %q", s.Notes)
+	}
+	found := false
+	for _, r := range s.Rows {
+		if strings.Contains(r.Name, "bwrap") || (r.Baseline != nil && strings.Contains(r.Baseline.Label, "bwrap")) {
+			t.Errorf("row %q (baseline %+v) without bwrap", r.Name, r.Baseline)
+		}
+		found = found || r.Name == "native cold create-to-first-prompt p50"
+	}
+	if !found {
+		t.Errorf("no native cold row in %+v", s.Rows)
 	}
 }

@@ -32,13 +32,26 @@
 //   - sessions: sessions created per second with one client and with 8,
 //     and the daemon's RSS per idle session at 100 and 1,000 sessions
 //     (20 and 100 under -quick), the daemon being this binary re-exec'd as
-//     `harnessd serve` so its memory is its own.
+//     `harnessd serve` so its memory is its own; then the same with the
+//     native sandbox driver at 100 sessions (10 under -quick). -driver
+//     native or -driver none measures only that one.
+//   - sandbox: a native sandbox's create-to-first-prompt (sandbox.Native
+//     Create + terminal.New) beside the same bash under `bwrap
+//     --unshare-all` (skipped with a note where bubblewrap is not
+//     installed), beside plain host bash, and beside `docker run` where a
+//     Docker engine answers; then sessions created through the API of a
+//     native daemon with a warm pool (hits, by their sandbox id) beside
+//     one without; then 100 sessions created at once (20 under -quick),
+//     deleted, and checked to leave no process behind.
 //
 // Each target prints PASS or MISS beside it. A MISS never fails the run;
 // the exit status is non-zero only when something could not be measured
 // (a command failed, output was lost, or the run was interrupted).
 //
 // # Caveats
+//
+// The native driver re-executes this binary as the sandbox's init, so
+// main dispatches `sandbox-init` before anything else, as harnessd's does.
 //
 // Linux only: it reads /proc/self/status, resets the peak RSS through
 // /proc/self/clear_refs and opens PTYs through /dev/ptmx. RSS figures are
@@ -62,9 +75,15 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/core/config"
+	"github.com/harnessd/harnessd/core/sandbox"
 )
 
 func main() {
+	// The native driver re-executes this binary as the sandbox's init
+	// (/proc/self/exe sandbox-init): it must take over before anything else.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand {
+		sandbox.InitMain()
+	}
 	if code, ok := serveChild(); ok {
 		os.Exit(code)
 	}
@@ -81,9 +100,8 @@ type options struct {
 	json  bool            // JSON instead of the table
 	only  map[string]bool // sections to run; nil means all
 
-	// driver is [sandbox] driver for the sessions section's daemon, passed
-	// through to its harness.toml. Only "none" until the native sandbox is
-	// wired into the daemon; a -driver flag will set it then.
+	// driver is the [sandbox] driver of the sessions section's daemon:
+	// config.DriverNone, config.DriverNative, or "" for both.
 	driver string
 }
 
@@ -102,6 +120,7 @@ var sections = []section{
 	// fsyncs would wait for it.
 	{"api", "round trip of `true` through the daemon's API", (*bench).api},
 	{"sessions", "sessions created per second, and daemon memory per idle session", (*bench).sessions},
+	{"sandbox", "session create-to-first-prompt in a native sandbox, cold and from the warm pool", (*bench).sandbox},
 	{"lines", "100,000 lines end to end (PTY -> clean -> trim -> spill)", (*bench).lines},
 	{"stream", "a long stream through session.Run", (*bench).stream},
 }
@@ -134,12 +153,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	opts := options{driver: config.DriverNone}
+	var opts options
 	var only string
 	fs.IntVar(&opts.n, "n", 2000, "iterations for the round trips (warm terminal, bash -c, raw PTY); -quick makes the default 100")
 	fs.BoolVar(&opts.quick, "quick", false, "small sizes, for a smoke run in CI")
 	fs.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	fs.StringVar(&only, "only", "", "comma-separated sections to run: "+sectionNames())
+	fs.StringVar(&opts.driver, "driver", "", "[sandbox] driver of the sessions section's daemon: native or none (default both: none at 100 and 1,000 sessions, native at 100)")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -150,6 +170,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Visit(func(f *flag.Flag) { nSet = nSet || f.Name == "n" })
 	if opts.quick && !nSet {
 		opts.n = 100
+	}
+	if opts.driver != "" && opts.driver != config.DriverNative && opts.driver != config.DriverNone {
+		return opts, fmt.Errorf("-driver %q: want %s or %s", opts.driver, config.DriverNative, config.DriverNone)
 	}
 	if opts.n < 1 {
 		return opts, fmt.Errorf("-n %d: need at least 1", opts.n)
@@ -191,6 +214,8 @@ type bench struct {
 	opts options
 	tmp  string
 	warm *latencies
+
+	bwrap string // bubblewrap's binary, looked up in PATH; tests name a missing one
 }
 
 // collect runs the selected sections in order, saying on progress which
@@ -203,7 +228,7 @@ func collect(ctx context.Context, opts options, progress io.Writer) (*Report, er
 		return rep, fmt.Errorf("scratch dir: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	b := &bench{opts: opts, tmp: tmp}
+	b := &bench{opts: opts, tmp: tmp, bwrap: "bwrap"}
 	var errs []error
 	for _, sec := range sections {
 		if opts.only != nil && !opts.only[sec.name] {

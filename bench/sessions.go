@@ -22,6 +22,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/cli"
+	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 )
 
@@ -48,28 +49,67 @@ func serveChild() (int, bool) {
 	return cli.Main(ctx, os.Args[1:], cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Version: "bench"}), true
 }
 
-// sessions is the sessions section: sessions created per second (one client, and
-// concurrentClients at once), and the daemon's RSS per idle session at a
-// small and a large count, with the daemon as a separate process.
+// sessions is the sessions section: sessions created per second (one
+// client, and concurrentClients at once), and the daemon's RSS per idle
+// session at a small and a large count, with the daemon as a separate
+// process; for each driver -driver names (both when it names none).
 func (b *bench) sessions(ctx context.Context, s *Section) error {
-	small, large := 100, 1000
+	var errs []error
+	for _, r := range b.sessionRuns() {
+		if err := b.sessionsWith(ctx, s, r); err != nil {
+			errs = append(errs, fmt.Errorf("driver %s: %w", r.driver, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sessionRun is one daemon's share of the sessions section.
+type sessionRun struct {
+	driver string // [sandbox] driver
+	sizes  []int  // idle sessions at which RSS is sampled, ascending
+	block  int    // sessions created per block (alternating 1 and concurrentClients clients)
+	prefix string // before every row's and note's name
+}
+
+// sessionRuns are the daemons the sessions section measures: driver none
+// at 100 and 1,000 sessions, and the native driver at 100 only (1,000
+// sandboxes, 2,000 processes with their inits, is more than a small
+// machine does in reasonable time), both unless -driver picks one.
+func (b *bench) sessionRuns() []sessionRun {
+	none := sessionRun{driver: config.DriverNone, sizes: []int{100, 1000}, block: 100}
+	native := sessionRun{driver: config.DriverNative, sizes: []int{100}, block: 50, prefix: "native: "}
 	if b.opts.quick {
-		small, large = 20, 100
+		none.sizes, none.block = []int{20, 100}, 20
+		native.sizes, native.block = []int{10}, 5
 	}
-	dir, err := os.MkdirTemp(b.tmp, "sessions-")
+	switch b.opts.driver {
+	case config.DriverNone:
+		return []sessionRun{none}
+	case config.DriverNative:
+		return []sessionRun{native}
+	}
+	return []sessionRun{none, native}
+}
+
+// sessionsWith measures one daemon, with r's driver.
+func (b *bench) sessionsWith(ctx context.Context, s *Section, r sessionRun) error {
+	large := r.sizes[len(r.sizes)-1]
+	dir, err := os.MkdirTemp(b.tmp, "sessions-"+r.driver+"-")
 	if err != nil {
 		return err
 	}
-	d, err := startChild(ctx, dir, b.opts.driver, large)
+	d, err := startChild(ctx, dir, childConfig{driver: r.driver, sessions: large})
 	if err != nil {
 		return err
 	}
-	defer d.stop(s)
-	s.Notes = append(s.Notes,
-		fmt.Sprintf("daemon: this binary re-exec'd as `harnessd serve` (cli.Main), pid %d, strict durability, [sandbox] driver = %q, [daemon] max_sessions = %d; its log is %s.", d.pid, b.opts.driver, d.maxSessions, d.log),
-		fmt.Sprintf("sessions are created in blocks of %d, the first with one client, then alternately %d clients (each its own api.Client) and one, so both rates are taken over the same range of live sessions; each new session then runs `true` once (untimed), so its shell is warm, and stays idle.", small, concurrentClients),
-		"RSS is VmRSS from /proc/PID/status, read 0.5 s after the last `true`; the starting point is after one session was created, used and purged (the first one's one-off costs are not per session). Go's heap keeps garbage until its next GC, which is part of what the daemon costs.",
-	)
+	defer d.stop(s, r.prefix)
+	note := func(format string, args ...any) { s.Notes = append(s.Notes, r.prefix+fmt.Sprintf(format, args...)) }
+	note("daemon: this binary re-exec'd as `harnessd serve` (cli.Main), pid %d, strict durability, [sandbox] driver = %q, pool_size = 0 (every create is cold), [daemon] max_sessions = %d; its log is %s.", d.pid, r.driver, d.maxSessions, d.log)
+	note("sessions are created in blocks of %d, the first with one client, then alternately %d clients (each its own api.Client) and one, so both rates are taken over the same range of live sessions; each new session then runs `true` once (untimed), so its shell is warm, and stays idle.", r.block, concurrentClients)
+	if r.driver == config.DriverNative {
+		note("native sandboxes are measured at %d sessions only, not 1,000 as with driver none: each is a sandbox init (this binary) and its bash, and a thousand of them would take a small machine longer than the report should (-driver native measures the same).", large)
+	}
+	note("RSS is VmRSS from /proc/PID/status, read 0.5 s after the last `true`; the starting point is after one session was created, used and purged (the first one's one-off costs are not per session). Go's heap keeps garbage until its next GC, which is part of what the daemon costs.")
 	fdLimit, limErr := openFileLimit(d.pid)
 
 	warm, err := d.cl.CreateSession(ctx, daemon.CreateRequest{})
@@ -92,7 +132,7 @@ func (b *bench) sessions(ctx context.Context, s *Section) error {
 	var ids []string
 	grow := func(to int) error {
 		for len(ids) < to {
-			n := min(small, to-len(ids))
+			n := min(r.block, to-len(ids))
 			clients := 1
 			if len(ids) > 0 && seq.n > conc.n {
 				clients = concurrentClients
@@ -123,13 +163,14 @@ func (b *bench) sessions(ctx context.Context, s *Section) error {
 		if err != nil {
 			return err
 		}
-		s.Rows = append(s.Rows, rssRows(base, at, n)...)
-		s.Notes = append(s.Notes, at.note(base, n))
+		s.Rows = append(s.Rows, rssRows(base, at, n, r)...)
+		note("%s", at.note(base, n))
 		return nil
 	}
-	err = measureAt(small)
-	if err == nil {
-		err = measureAt(large)
+	for _, n := range r.sizes {
+		if err = measureAt(n); err != nil {
+			break
+		}
 	}
 	if limErr == nil {
 		fds := 0
@@ -141,53 +182,58 @@ func (b *bench) sessions(ctx context.Context, s *Section) error {
 		if perSess > 0 {
 			fits = strconv.Itoa(int(float64(fdLimit-base.fds) / perSess))
 		}
-		s.Notes = append(s.Notes, fmt.Sprintf("open files: the daemon's soft limit (/proc/PID/limits; Go raises its soft limit to the hard one at start) is %d; at %d sessions it holds %d fds, %.1f a session: room for about %s sessions.",
-			fdLimit, len(ids), fds, perSess, fits))
+		note("open files: the daemon's soft limit (/proc/PID/limits; Go raises its soft limit to the hard one at start) is %d; at %d sessions it holds %d fds, %.1f a session: room for about %s sessions.",
+			fdLimit, len(ids), fds, perSess, fits)
 	} else {
-		s.Notes = append(s.Notes, "open files: could not read the daemon's limit: "+limErr.Error())
+		note("open files: could not read the daemon's limit: %v", limErr)
 	}
 	live := Row{
-		Name: "idle sessions live", Figure: count(len(ids)),
+		Name: r.prefix + "idle sessions live", Figure: count(len(ids)),
 		Target: fmt.Sprintf(">= %d", large), Status: passIf(len(ids) >= large && err == nil),
 	}
 	s.Rows = append(s.Rows, live)
 	if seq.n > 0 {
 		s.Rows = append(s.Rows,
-			Row{Name: "create p50, 1 client", Figure: dur(summarize(seq.lat).p50)},
-			Row{Name: "create p99, 1 client", Figure: dur(summarize(seq.lat).p99)},
-			Row{Name: "sessions created/s, 1 client", Figure: perSecond(seq.rate())},
+			Row{Name: r.prefix + "create p50, 1 client", Figure: dur(summarize(seq.lat).p50)},
+			Row{Name: r.prefix + "create p99, 1 client", Figure: dur(summarize(seq.lat).p99)},
+			Row{Name: r.prefix + "sessions created/s, 1 client", Figure: perSecond(seq.rate())},
 		)
 	}
 	if conc.n > 0 {
 		s.Rows = append(s.Rows, Row{
-			Name: fmt.Sprintf("sessions created/s, %d clients", concurrentClients), Figure: perSecond(conc.rate()),
+			Name: fmt.Sprintf("%ssessions created/s, %d clients", r.prefix, concurrentClients), Figure: perSecond(conc.rate()),
 			Baseline: labelled("1 client", perSecond(seq.rate())),
 			Ratio:    ratio(conc.rate(), seq.rate()), RatioOf: fmt.Sprintf("%d/1", concurrentClients),
 		})
 	}
-	s.Notes = append(s.Notes, fmt.Sprintf("created %d sessions with 1 client in %s, %d with %d clients in %s.",
-		seq.n, seq.took.Round(time.Millisecond), conc.n, concurrentClients, conc.took.Round(time.Millisecond)))
+	note("created %d sessions with 1 client in %s, %d with %d clients in %s.",
+		seq.n, seq.took.Round(time.Millisecond), conc.n, concurrentClients, conc.took.Round(time.Millisecond))
 	return err
 }
 
 // rssRows are the figures at n idle sessions against the starting sample.
-func rssRows(base, at sample, n int) []Row {
+// A native session's processes are its sandbox init and its bash.
+func rssRows(base, at sample, n int, r sessionRun) []Row {
 	per := float64(at.rss-base.rss) / float64(n)
+	kids := "shells'"
+	if r.driver == config.DriverNative {
+		kids = "init + shell"
+	}
 	return []Row{
 		{
-			Name: fmt.Sprintf("daemon RSS / idle session @%d", n), Figure: Measure{Value: per, Unit: unitBytes},
+			Name: fmt.Sprintf("%sdaemon RSS / idle session @%d", r.prefix, n), Figure: Measure{Value: per, Unit: unitBytes},
 			Target: "< 200 KiB", Status: passIf(per < rssPerSessionTarget),
 		},
 		{
-			Name: fmt.Sprintf("daemon RSS @%d", n), Figure: bytesM(at.rss),
+			Name: fmt.Sprintf("%sdaemon RSS @%d", r.prefix, n), Figure: bytesM(at.rss),
 			Baseline: labelled("@0", bytesM(base.rss)),
 			Ratio:    ratio(float64(at.rss), float64(base.rss)), RatioOf: fmt.Sprintf("@%d/@0", n),
 		},
 		{
-			Name: fmt.Sprintf("shells' RSS / session @%d (not the daemon's)", n), Figure: Measure{Value: float64(at.kidsRSS) / float64(max(1, at.kids)), Unit: unitBytes},
+			Name: fmt.Sprintf("%s%s RSS / session @%d (not the daemon's)", r.prefix, kids, n), Figure: Measure{Value: float64(at.kidsRSS) / float64(max(1, n)), Unit: unitBytes},
 		},
 		{
-			Name: fmt.Sprintf("shells' PSS / session @%d (not the daemon's)", n), Figure: Measure{Value: float64(at.kidsPSS) / float64(max(1, at.kids)), Unit: unitBytes},
+			Name: fmt.Sprintf("%s%s PSS / session @%d (not the daemon's)", r.prefix, kids, n), Figure: Measure{Value: float64(at.kidsPSS) / float64(max(1, n)), Unit: unitBytes},
 		},
 	}
 }
@@ -213,24 +259,36 @@ type child struct {
 	cl          *api.Client
 	socket      string
 	log         string
+	dataDir     string
 	maxSessions int
 	exited      chan struct{} // closed when the process has been waited for
 	waitErr     error
 }
 
+// childConfig is what a child daemon's harness.toml says.
+type childConfig struct {
+	driver   string // [sandbox] driver, passed through as it is
+	poolSize int    // [sandbox] pool_size; 0 turns the warm pool off
+	batch    bool   // [store] durability = "batch" rather than "strict"
+	sessions int    // how many sessions it will hold at most (max_sessions is at least twice that)
+}
+
 // startChild writes a harness.toml for a daemon over dir, starts it, and
-// waits until it answers /healthz. driver is [sandbox] driver, passed
-// through as it is.
-func startChild(ctx context.Context, dir, driver string, sessions int) (*child, error) {
+// waits until it answers /healthz.
+func startChild(ctx context.Context, dir string, cc childConfig) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("daemon: find this binary: %w", err)
 	}
 	c := &child{socket: filepath.Join(dir, "h.sock"), log: filepath.Join(dir, "harnessd.log"),
-		maxSessions: max(2000, 2*sessions), exited: make(chan struct{})}
+		dataDir: filepath.Join(dir, "data"), maxSessions: max(2000, 2*cc.sessions), exited: make(chan struct{})}
 	conf := filepath.Join(dir, "harness.toml")
-	toml := fmt.Sprintf("[daemon]\nmax_sessions = %d\nshutdown_grace = \"1s\"\n\n[sandbox]\ndriver = %q\n\n[store]\ndurability = \"strict\"\n",
-		c.maxSessions, driver)
+	durability := config.DurabilityStrict
+	if cc.batch {
+		durability = config.DurabilityBatch
+	}
+	toml := fmt.Sprintf("[daemon]\nmax_sessions = %d\nshutdown_grace = \"1s\"\n\n[sandbox]\ndriver = %q\npool_size = %d\n\n[store]\ndurability = %q\n",
+		c.maxSessions, cc.driver, cc.poolSize, durability)
 	if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
@@ -239,7 +297,7 @@ func startChild(ctx context.Context, dir, driver string, sessions int) (*child, 
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	defer logf.Close()
-	c.cmd = exec.Command(exe, "serve", "--config", conf, "--socket", c.socket, "--data", filepath.Join(dir, "data"))
+	c.cmd = exec.Command(exe, "serve", "--config", conf, "--socket", c.socket, "--data", c.dataDir)
 	c.cmd.Env = append(childEnv(), envServe+"=1")
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
 	if err := c.cmd.Start(); err != nil {
@@ -284,18 +342,19 @@ func childEnv() []string {
 	return env
 }
 
-// stop ends the daemon with SIGTERM, as systemd would, and notes how long
-// it took to record every session as interrupted; SIGKILL after 60 s.
-func (c *child) stop(s *Section) {
+// stop ends the daemon with SIGTERM, as systemd would, and notes (after
+// prefix) how long it took to record every session as interrupted;
+// SIGKILL after 60 s.
+func (c *child) stop(s *Section, prefix string) {
 	c.cl.Close()
 	t0 := time.Now()
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.exited:
-		s.Notes = append(s.Notes, fmt.Sprintf("SIGTERM to exit with every session live: %s.", time.Since(t0).Round(time.Millisecond)))
+		s.Notes = append(s.Notes, fmt.Sprintf("%sSIGTERM to exit with every session live: %s.", prefix, time.Since(t0).Round(time.Millisecond)))
 	case <-time.After(60 * time.Second):
 		c.kill()
-		s.Notes = append(s.Notes, "the daemon had not exited 60 s after SIGTERM and was killed.")
+		s.Notes = append(s.Notes, prefix+"the daemon had not exited 60 s after SIGTERM and was killed.")
 	}
 }
 

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,12 @@ func newDriver(t testing.TB, opts NativeOptions) *Native {
 		t.Fatalf("NewNative: %v", err)
 	}
 	if err := d.CheckHost(); err != nil {
-		t.Skipf("host cannot run sandboxes: %v", err)
+		// Only a kernel without user namespaces may excuse this, and
+		// CheckHost names it; anything else is a failure to see.
+		if errors.Is(err, ErrUserNamespaces) {
+			t.Skipf("the kernel does not allow user namespaces here: %v", err)
+		}
+		t.Fatalf("host cannot run sandboxes: %v", err)
 	}
 	return d
 }

@@ -309,7 +309,7 @@ func TestPidsLimitStopsForkLoop(t *testing.T) {
 	if !exists(python) {
 		var err error
 		if python, err = exec.LookPath("python3"); err != nil {
-			t.Skip("needs python3 for the fork loop")
+			t.Fatal("needs python3 for the fork loop (scripts/test installs it)")
 		}
 	}
 	g, err := m.New("pids", Limits{Pids: 20})

@@ -63,7 +63,7 @@ func forwarder(t *testing.T, sock string) string {
 func TestCurl(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
-		t.Skip("curl not installed")
+		t.Fatal("curl is needed (scripts/test installs it)")
 	}
 	u := newUpstreams(t)
 	e := newEnv(t, u, baseConfig(u))

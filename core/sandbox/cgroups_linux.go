@@ -14,12 +14,20 @@ func Cgroups(m *cgroup.Manager) GroupFactory {
 		if err != nil {
 			return nil, err
 		}
-		return cgroupGroup{g}, nil
+		cpu := m.Report().CPU.Mechanism
+		return cgroupGroup{g, cpu == cgroup.CgroupV1 || cpu == cgroup.CgroupV2}, nil
 	}
 }
 
 // cgroupGroup is a *cgroup.Group as a Group.
-type cgroupGroup struct{ *cgroup.Group }
+type cgroupGroup struct {
+	*cgroup.Group
+	cpu bool // the host's cgroups enforce CPU weight
+}
+
+// EnforcesCPU reports whether the group's CPU weight is enforced: a group
+// can exist (for memory, say) on a host whose cpu controller is not ours.
+func (g cgroupGroup) EnforcesCPU() bool { return g.cpu }
 
 func (g cgroupGroup) Usage() (int64, time.Duration, error) {
 	st, err := g.Stats()

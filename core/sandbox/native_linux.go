@@ -373,6 +373,10 @@ func (s *nativeSandbox) enforcement() []Enforced {
 		return fallback
 	}
 	grouped := s.group != nil
+	cpuGrouped := grouped
+	if c, ok := s.group.(interface{ EnforcesCPU() bool }); ok {
+		cpuGrouped = c.EnforcesCPU()
+	}
 	pids := "not enforced: needs a cgroup (RLIMIT_NPROC does not bind uid 0, and this kernel's pid_max is global)"
 	switch {
 	case s.cfg.PidMax > 0 && os.Geteuid() == 0:
@@ -386,7 +390,7 @@ func (s *nativeSandbox) enforcement() []Enforced {
 		{"tmp", l.TmpBytes, "tmpfs size"},
 		{"memory", l.MemoryBytes, by(l.MemoryBytes, grouped && !asLimit, "rlimit RLIMIT_AS (address space of each process, not their sum)")},
 		{"pids", int64(l.Pids), by(int64(l.Pids), grouped && !nprocLimit, pids)},
-		{"cpu_weight", int64(l.CPUWeight), by(int64(l.CPUWeight), grouped, "not enforced: needs a cgroup")},
+		{"cpu_weight", int64(l.CPUWeight), by(int64(l.CPUWeight), cpuGrouped, "not enforced: needs a cgroup")},
 		{"nofile", int64(rl[unix.RLIMIT_NOFILE]), "rlimit RLIMIT_NOFILE"},
 		{"core", 0, "rlimit RLIMIT_CORE"},
 	}

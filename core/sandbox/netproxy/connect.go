@@ -136,7 +136,6 @@ type tunnel struct {
 	lastActive atomic.Int64 // unix nanoseconds of the last byte moved either way
 
 	bytesUp, bytesDown atomic.Int64 // client->up, up->client
-	clientEOF, upEOF   atomic.Bool  // the side has sent EOF
 
 	mu       sync.Mutex
 	failed   bool
@@ -167,9 +166,9 @@ func (t *tunnel) run(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { // owned by run, which waits for it below
 		defer close(done)
-		t.pipe(t.up, t.client, &t.bytesUp, &t.upEOF, &t.clientEOF)
+		t.pipe(t.up, t.client, &t.bytesUp)
 	}()
-	t.pipe(t.client, t.up, &t.bytesDown, &t.clientEOF, &t.upEOF)
+	t.pipe(t.client, t.up, &t.bytesDown)
 	<-done
 	_ = t.client.Close()
 	_ = t.up.Close()
@@ -210,12 +209,13 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 // has been quiet too, so a one-way download is not cut off because the
 // client sends nothing.
 //
-// dstEOF and srcEOF are set once the side has sent EOF. A side that has
-// finished sending and then closes outright, while the other is still
-// sending to it, makes the write fail (EPIPE, ECONNRESET); that is how
-// connections commonly end (a client reads what it wanted and hangs up),
-// so it ends the tunnel without an error.
-func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64, dstEOF, srcEOF *atomic.Bool) {
+// A side that closes outright while
+// the other is still sending to it makes the write fail (EPIPE,
+// ECONNRESET); that is how connections commonly end (a client reads what it
+// wanted and hangs up), so it ends the tunnel without an error. The failed
+// write alone proves the hang-up: waiting for the other pipe to have read
+// that side's EOF first would race with it.
+func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -231,7 +231,7 @@ func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64, dstEOF, srcEOF *atomic
 			nw, werr := dst.Write(buf[:nr])
 			n.Add(int64(nw))
 			if werr != nil {
-				if dstEOF.Load() && (errors.Is(werr, syscall.EPIPE) || errors.Is(werr, syscall.ECONNRESET)) {
+				if errors.Is(werr, syscall.EPIPE) || errors.Is(werr, syscall.ECONNRESET) {
 					t.fail(nil)
 					return
 				}
@@ -248,7 +248,6 @@ func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64, dstEOF, srcEOF *atomic
 		case errors.Is(rerr, os.ErrDeadlineExceeded) && !t.quiet():
 			// The other direction is moving: not idle.
 		case rerr == io.EOF:
-			srcEOF.Store(true)
 			closeWrite(dst)
 			return
 		case errors.Is(rerr, os.ErrDeadlineExceeded):

@@ -257,6 +257,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	if d.pool != nil {
 		if p, ok := d.pool.take(); ok {
 			warm, ws = p, p.ws
+			defer d.pool.refill()
 		}
 	}
 	rec, err := d.st.CreateSession(ctx, store.Session{ID: id, State: StateLive, Labels: req.Labels, Workspace: ws})

@@ -41,17 +41,16 @@ func newPool[T any](size int, create func(context.Context) (T, error), discard f
 	return p
 }
 
-// take returns a ready value, or false at once when there is none.
+// take returns a ready value, or false at once when there is none. After
+// a hit the caller calls refill once it has done with its request: a
+// refill started at once would compete for the two cores and the disk's
+// journal with the very request the hit was meant to make fast.
 func (p *pool[T]) take() (T, bool) {
 	select {
 	case v := <-p.ready:
 		p.mu.Lock()
 		p.hits++
 		p.mu.Unlock()
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
 		return v, true
 	default:
 		p.mu.Lock()
@@ -59,6 +58,14 @@ func (p *pool[T]) take() (T, bool) {
 		p.mu.Unlock()
 		var zero T
 		return zero, false
+	}
+}
+
+// refill wakes the filler to replace what take handed out.
+func (p *pool[T]) refill() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -38,6 +38,10 @@ func TestPool(t *testing.T) {
 		}
 		seen[v] = true
 	}
+	if n := made.Load(); n != 3 {
+		t.Fatalf("%d made before any refill: a hit must not start one before its request is done", n)
+	}
+	p.refill()
 	if _, ok := p.take(); ok {
 		t.Fatal("take from an empty pool must not wait or invent a value")
 	}

@@ -554,7 +554,7 @@ func (b *bench) sandboxDaemons(ctx context.Context, s *Section, dir string, cold
 			len(pooled.hit), len(pooled.miss), len(batch.hit), len(batch.miss), len(unpooled.hit), len(unpooled.miss)),
 		fmt.Sprintf("a create commits twice before it answers (the session record, then sandbox_started), each fsynced in strict durability: a bare bbolt commit in the same directory, once a round, p50 %s; %s.",
 			formatSeconds(bc.p50.Seconds()), commitNote(ctx, pooled)),
-		"a hit takes a sandbox from the pool and wakes its filler, which starts a cold sandbox at once: the create and its first command share the machine with that refill.",
+		"a hit takes a sandbox from the pool and wakes its filler once the create has answered: the hit's first command shares the machine with that refill, the create does not.",
 	)
 	for _, a := range []*apiDaemon{pooled, batch} {
 		if len(a.miss) > 0 {

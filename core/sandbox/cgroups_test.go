@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,6 +32,21 @@ func TestCgroups(t *testing.T) {
 	cg, _ := os.ReadFile("/proc/" + strconv.Itoa(b.term.PID()) + "/cgroup")
 	if !strings.Contains(string(cg), id) {
 		t.Fatalf("bash is not in the sandbox's group %s:\n%s", id, cg)
+	}
+	// In every hierarchy, v1 ones joined by the init's own thread: bash
+	// was forked from it.
+	r := m.Report()
+	for name, e := range map[string]cgroup.Enforcement{"memory": r.Memory, "pids": r.Pids, "cpu": r.CPU, "kill": r.Kill} {
+		if e.Mechanism != cgroup.CgroupV1 && e.Mechanism != cgroup.CgroupV2 {
+			continue
+		}
+		procs, err := os.ReadFile(e.Path + "/" + id + "/cgroup.procs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(strings.Fields(string(procs)), strconv.Itoa(b.term.PID())) {
+			t.Errorf("%s (%s): bash %d is not in %s/%s: %q", name, e.Mechanism, b.term.PID(), e.Path, id, procs)
+		}
 	}
 	forks := `python3 -c '
 import os, time

@@ -60,6 +60,9 @@ func runInit() int {
 	if err := dec.Decode(&cfg); err != nil {
 		return fail(initErr("read config", "", err))
 	}
+	if err := joinCgroups(cfg.CgroupJoin); err != nil {
+		return fail(err)
+	}
 	if err := setup(&cfg); err != nil {
 		return fail(err)
 	}
@@ -90,6 +93,26 @@ func runInit() int {
 		}
 	}()
 	return reap(pid)
+}
+
+// joinCgroups moves this thread, the main one that later forks the shell,
+// into the sandbox's cgroup v1 groups by writing "0" to each tasks file
+// the daemon opened for it (fds initJoinFD on), then closes them. A thread
+// moving itself needs no RCU grace period, as a move by pid does. The
+// main thread is the thread-group leader, whose group is the one the v1
+// memory controller charges the whole process's memory to; the init's
+// other threads stay outside, which only spares the sandbox's pids limit
+// the runtime's few threads.
+func joinCgroups(names []string) error {
+	var first error
+	for i, name := range names {
+		fd := initJoinFD + i
+		if _, err := unix.Write(fd, []byte("0")); err != nil && first == nil {
+			first = initErr("join cgroup", name, err)
+		}
+		_ = unix.Close(fd)
+	}
+	return first
 }
 
 // setup builds the sandbox: the root filesystem, hostname, loopback and

@@ -272,13 +272,27 @@ type nativeSandbox struct {
 
 // launch is one init between Prepare and Started.
 type launch struct {
-	conn  *os.File // the daemon's end of the socket
-	child *os.File // the init's end, closed here once it has started
+	conn     *os.File   // the daemon's end of the socket
+	child    *os.File   // the init's end, closed here once it has started
+	join     []*os.File // the cgroup files the init joins through, likewise
+	prepared bool       // the init starts inside the group's v2 directory
 }
 
 func (l *launch) close() {
 	l.conn.Close()
+	l.closeChild()
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// closeChild closes what the init inherited, once it has it.
+func (l *launch) closeChild() {
 	l.child.Close()
+	closeAll(l.join)
 }
 
 // initProc is one started init, held by pidfd so a recycled pid is never
@@ -424,15 +438,27 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	if cfg.Shell.Dir == "" {
 		cfg.Shell.Dir = s.spec.Workdir
 	}
+	var join []*os.File
+	if s.group != nil {
+		var err error
+		if join, err = s.group.JoinFiles(); err != nil {
+			return fmt.Errorf("sandbox %s: %w", s.spec.ID, err)
+		}
+		for _, f := range join {
+			cfg.CgroupJoin = append(cfg.CgroupJoin, f.Name())
+		}
+	}
 	msg, err := json.Marshal(&cfg)
 	if err != nil {
+		closeAll(join)
 		return fmt.Errorf("sandbox config: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
+		closeAll(join)
 		return os.NewSyscallError("socketpair", err)
 	}
-	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child")}
+	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child"), join: join}
 	if _, err := l.conn.Write(append(msg, '\n')); err != nil {
 		l.close()
 		return fmt.Errorf("send sandbox config: %w", err)
@@ -442,7 +468,7 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	cmd.Args = []string{"harnessd", InitCommand}
 	cmd.Dir = ""
 	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1"}
-	cmd.ExtraFiles = []*os.File{l.child}
+	cmd.ExtraFiles = append([]*os.File{l.child}, join...) // fds 3, then initJoinFD on
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -460,7 +486,7 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	a.GidMappingsEnableSetgroups = false
 	a.Pdeathsig = syscall.SIGKILL
 	if s.group != nil {
-		s.group.Prepare(a) // else Started adds the init
+		l.prepared = s.group.Prepare(a) // else Started adds the init to v2
 	}
 	s.pending = l
 	return nil
@@ -496,7 +522,8 @@ func mergeEnv(base, extra []string) []string {
 	return out
 }
 
-// Started waits for the init to set up, joins it to the cgroup, lets it
+// Started waits for the init to set up, adds it to the cgroup v2 directory
+// if Prepare could not start it there (it joins v1 itself), lets it
 // start the shell and waits for that. Any failure is the init's
 // *InitError, or says the init died or hung.
 func (s *nativeSandbox) Started(pid int) error {
@@ -514,7 +541,7 @@ func (s *nativeSandbox) Started(pid int) error {
 		s.mu.Unlock()
 		return ErrNotPrepared
 	}
-	l.child.Close()
+	l.closeChild()
 	defer l.conn.Close()
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
@@ -554,8 +581,8 @@ func (s *nativeSandbox) Started(pid int) error {
 	if _, err := recv("setup"); err != nil {
 		return err
 	}
-	if s.group != nil {
-		if err := s.group.Add(pid); err != nil {
+	if s.group != nil && !l.prepared {
+		if err := s.group.AddV2(pid); err != nil {
 			return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
 		}
 	}

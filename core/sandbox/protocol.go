@@ -26,8 +26,14 @@ type initConfig struct {
 	ProxySocket string // "" unless NetworkProxy
 	PidMax      int    // write the pid namespace's pid_max (0: leave it)
 	Rlimits     []Rlimit
-	Shell       shellSpec
+	// CgroupJoin names the cgroup files the init inherits from fd
+	// initJoinFD on, in order; its forking thread writes "0" to each.
+	CgroupJoin []string
+	Shell      shellSpec
 }
+
+// initJoinFD is the first of the init's CgroupJoin files; its socket is 3.
+const initJoinFD = 4
 
 // hiddenPath is a path under etc that the sandbox must not read.
 type hiddenPath struct {
@@ -44,7 +50,8 @@ type shellSpec struct {
 }
 
 // initMsg is one message on the init's socket, either way: the init says
-// Ready (set up, waiting), the daemon says Go (cgroup joined), the init
+// Ready (set up, waiting), the daemon says Go (the init is in the cgroup
+// v2 directory, if it was not born there), the init
 // answers with the shell's Pid (in the sandbox's pid namespace); Err ends
 // the conversation.
 type initMsg struct {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,10 +33,35 @@ func TestMain(m *testing.M) {
 		os.Exit(helperMain(rootlessHelper))
 	case "delegate":
 		os.Exit(helperMain(delegateHelper))
+	case "join":
+		os.Exit(helperMain(joinHelper))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", helperEnv, os.Getenv(helperEnv))
 		os.Exit(2)
 	}
+}
+
+// joinHelper joins the group the way the sandbox init does: on a locked
+// thread it writes "0" to each inherited tasks file (fds 3 on, JOIN_FILES
+// of them), waits for its stdin to close (the test's AddV2), then forks
+// cat from that thread to print the cgroups a child of it starts in.
+func joinHelper() (any, error) {
+	runtime.LockOSThread()
+	n, err := strconv.Atoi(os.Getenv("JOIN_FILES"))
+	if err != nil {
+		return nil, err
+	}
+	for fd := 3; fd < 3+n; fd++ {
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			return nil, fmt.Errorf("write 0 to fd %d: %w", fd, err)
+		}
+		unix.Close(fd)
+	}
+	if _, err := io.Copy(io.Discard, os.Stdin); err != nil { // the test's AddV2
+		return nil, err
+	}
+	out, err := exec.Command("cat", "/proc/self/cgroup").Output()
+	return string(out), err
 }
 
 func helperMain(f func() (any, error)) int {

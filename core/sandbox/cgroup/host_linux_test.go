@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -590,5 +591,73 @@ func TestCloseDestroysOpenGroups(t *testing.T) {
 	assertNoProcesses(t, m, g)
 	if err := m.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestJoinFiles: a process given the group's JoinFiles moves its thread
+// into every v1 hierarchy by writing "0", and what that thread forks
+// starts inside them; AddV2 then adds it to the v2 directory alone.
+func TestJoinFiles(t *testing.T) {
+	m := newTestManager(t, "harnessd-test", hostProbe{})
+	g, err := m.New("join", Limits{MemoryBytes: 64 << 20, Pids: 50, CPUWeight: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Destroy()
+	if len(g.d.v1) == 0 {
+		t.Skipf("no cgroup v1 hierarchy on this host (%s): nothing joins through tasks", m.Report())
+	}
+	files, err := g.JoinFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(g.d.v1) {
+		t.Fatalf("%d JoinFiles for %d v1 directories", len(files), len(g.d.v1))
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), helperEnv+"=join", "JOIN_FILES="+strconv.Itoa(len(files)))
+	cmd.ExtraFiles = files
+	stdin, err := cmd.StdinPipe() // holds the helper until AddV2 is done
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	if err := g.AddV2(cmd.Process.Pid); err != nil {
+		t.Errorf("AddV2: %v", err)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v\n%s", err, stderr.String())
+	}
+	var out string
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("helper printed %q: %v", stdout.String(), err)
+	}
+	own := ownCgroups(t)
+	lines := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if parts := strings.SplitN(l, ":", 3); len(parts) == 3 {
+			lines[parts[1]] = parts[2]
+		}
+	}
+	for _, h := range m.joined {
+		key := ""
+		if !h.v2 {
+			key = strings.Join(h.controllers, ",")
+		}
+		if lines[key] != filepath.Join(own[key], m.parent, g.name) {
+			t.Errorf("%s: the child started in %q, want the group %s beneath %q\n%s", h.name(), lines[key], g.name, own[key], out)
+		}
 	}
 }

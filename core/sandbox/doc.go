@@ -29,11 +29,11 @@
 // loopback (and, for NetworkProxy, forwards 127.0.0.1:3128 to the daemon's
 // proxy socket), says it is ready and waits. Started, called by the
 // terminal right after the start, adds the init to the v2 directory if it
-// could not be born there and lets it go on: on the thread that will fork, the init locks its securebits,
-// empties the capability bounding, ambient, effective, permitted and
-// inheritable sets, sets no_new_privs, loads the seccomp filter (package
-// seccomp) on every thread, and forks bash as its only child, applying the
-// rlimits to it. It reaps orphans, passes SIGTERM, SIGHUP, SIGINT, SIGQUIT
+// could not be born there and lets it go on: on the thread that will fork,
+// the init locks its securebits, empties the capability bounding, ambient,
+// effective, permitted and inheritable sets, sets no_new_privs, loads the
+// seccomp filter (package seccomp) on every thread, and forks bash as its
+// only child, applying the rlimits to it. It reaps orphans, passes SIGTERM, SIGHUP, SIGINT, SIGQUIT
 // and SIGUSR1/2 on to bash, and exits with bash's status; its death ends the
 // pid namespace and every process in it. A setup failure comes back from
 // Started (so from terminal.New) as an *InitError naming the step and the

@@ -233,10 +233,10 @@ func (g *Group) AddV2(pid int) error {
 	if g.gone {
 		return ErrDestroyed
 	}
-	if g.d.v2 == "" {
+	if g.d.track == "" { // the plan tracks by v2 wherever it joins one
 		return nil
 	}
-	if err := writeFile(filepath.Join(g.d.v2, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+	if err := writeFile(filepath.Join(g.d.track, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
 		return fmt.Errorf("add pid %d to cgroup %s: %w", pid, g.name, err)
 	}
 	return nil
@@ -328,16 +328,13 @@ func (g *Group) Destroy() error {
 type groupDirs struct {
 	all     []string
 	v1      []string // those in v1 hierarchies
-	v2      string   // the one in the v2 hierarchy, if any
-	track   string   // v2: cgroup.kill
+	track   string   // the v2 one, if any: cgroup.kill
 	freezer string   // v1 freezer
 }
 
 func (d *groupDirs) add(p *plan, h *hierarchy, dir string) {
 	d.all = append(d.all, dir)
-	if h.v2 {
-		d.v2 = dir
-	} else {
+	if !h.v2 {
 		d.v1 = append(d.v1, dir)
 	}
 	if p.by[roleTrack] == h {

@@ -181,13 +181,24 @@ func (g *Group) Prepare(attr *syscall.SysProcAttr) bool {
 // blocked reading a pipe), Add it, then let it run; its children inherit
 // the group. Adding a process Prepare already placed is harmless. Each v1
 // move waits out an RCU grace period; JoinFiles is the fast way in.
-func (g *Group) Add(pid int) error {
+func (g *Group) Add(pid int) error { return g.add(pid, false) }
+
+// add writes pid to cgroup.procs in every directory of the group, or in
+// its v2 one alone.
+func (g *Group) add(pid int, v2Only bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.gone {
 		return ErrDestroyed
 	}
-	for _, dir := range g.d.all {
+	dirs := g.d.all
+	if v2Only {
+		dirs = nil
+		if g.d.track != "" { // the plan tracks by v2 wherever it joins one
+			dirs = []string{g.d.track}
+		}
+	}
+	for _, dir := range dirs {
 		if err := writeFile(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
 			return fmt.Errorf("add pid %d to cgroup %s: %w", pid, g.name, err)
 		}
@@ -227,20 +238,7 @@ func (g *Group) JoinFiles() ([]*os.File, error) {
 // a process that joined the v1 hierarchies itself (JoinFiles) but could
 // not start inside (Prepare). It does nothing where the group has no v2
 // directory.
-func (g *Group) AddV2(pid int) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.gone {
-		return ErrDestroyed
-	}
-	if g.d.track == "" { // the plan tracks by v2 wherever it joins one
-		return nil
-	}
-	if err := writeFile(filepath.Join(g.d.track, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
-		return fmt.Errorf("add pid %d to cgroup %s: %w", pid, g.name, err)
-	}
-	return nil
-}
+func (g *Group) AddV2(pid int) error { return g.add(pid, true) }
 
 // Stats reads the group's counters; fields the host does not measure are
 // -1.

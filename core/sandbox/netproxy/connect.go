@@ -209,12 +209,14 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 // has been quiet too, so a one-way download is not cut off because the
 // client sends nothing.
 //
-// A side that closes outright while
-// the other is still sending to it makes the write fail (EPIPE,
-// ECONNRESET); that is how connections commonly end (a client reads what it
-// wanted and hangs up), so it ends the tunnel without an error. The failed
-// write alone proves the hang-up: waiting for the other pipe to have read
-// that side's EOF first would race with it.
+// A side that closes outright while the other is still sending to it
+// makes the write to it fail (EPIPE, ECONNRESET), or the read from it
+// (ECONNRESET, when it closed with what we sent still unread, as a TLS
+// client does that leaves the server's last record in its buffer). That
+// is how connections commonly end (a client reads what it wanted and
+// hangs up), so it ends the tunnel without an error. The failed call alone
+// proves the hang-up: waiting for the other pipe to have read that side's
+// EOF first would race with it.
 func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -249,6 +251,9 @@ func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64) {
 			// The other direction is moving: not idle.
 		case rerr == io.EOF:
 			closeWrite(dst)
+			return
+		case errors.Is(rerr, syscall.ECONNRESET):
+			t.fail(nil) // src hung up with our data unread
 			return
 		case errors.Is(rerr, os.ErrDeadlineExceeded):
 			t.fail(ErrIdleTimeout)

@@ -420,23 +420,26 @@ func TestKill(t *testing.T) {
 			// plain children: Kill must find them all.
 			cmd, _, release := startPaused(t, g, "(sleep 300 &); sleep 300 & sleep 301 & wait")
 			release()
+			// Until all four run: procs reads one directory after another,
+			// so while the subshell forks and exits it can count four
+			// distinct pids that were never alive together.
 			deadline := time.Now().Add(10 * time.Second)
+			var s Stats
 			for {
 				pids, _, err := g.d.procs()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(pids) >= 4 {
+				if s, err = g.Stats(); err != nil {
+					t.Fatal(err)
+				}
+				if len(pids) >= 4 && s.Pids >= 4 {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("only %v started", pids)
+					t.Fatalf("only %v started (stats %+v)", pids, s)
 				}
 				time.Sleep(10 * time.Millisecond)
-			}
-			s, err := g.Stats()
-			if err != nil {
-				t.Fatal(err)
 			}
 			if s.Pids < 4 || s.MemoryCurrent < 0 || s.CPU < 0 {
 				t.Errorf("stats of a live group: %+v", s)

@@ -1,7 +1,11 @@
 // Package seccomp builds and installs the sandbox's system call filter: a
 // hand-assembled classic BPF program that refuses, with EPERM, the calls a
 // sandboxed shell never needs and that an escape would (mount, ptrace,
-// kernel modules, bpf, keyrings, namespaces, ...).
+// kernel modules, bpf, keyrings, namespaces, ...), and looks at the
+// arguments of a few more: socket and socketpair only for AF_UNIX,
+// AF_INET, AF_INET6 and AF_NETLINK (the rest, AF_VSOCK first, fail with
+// EAFNOSUPPORT), no TIOCSTI or TIOCLINUX ioctl (typing into the terminal),
+// and personality only to query or set PER_LINUX.
 //
 // # Basics
 //

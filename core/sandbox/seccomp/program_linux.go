@@ -24,13 +24,15 @@ func Denied() []string {
 
 // Seccomp return values and the offsets of struct seccomp_data.
 const (
-	retAllow = unix.SECCOMP_RET_ALLOW
-	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
-	retNoSys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+	retAllow       = unix.SECCOMP_RET_ALLOW
+	retEPERM       = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retNoSys       = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+	retNoAFSupport = unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)
 
 	offNr   = 0
 	offArch = 4
 	offArg0 = 16 // low 32 bits on little-endian machines
+	offArg1 = 24
 )
 
 // nsFlags are the clone flags that make a new namespace. CLONE_NEWTIME
@@ -38,6 +40,24 @@ const (
 // here; only unshare and clone3 can ask for it, and both are refused.
 const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
 	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP
+
+// SocketFamilies are the address families socket(2) and socketpair(2) may
+// ask for; any other fails with EAFNOSUPPORT. The network namespace
+// isolates these four; others (AF_VSOCK above all, whose port space is the
+// host's, but also AF_PACKET, AF_BLUETOOTH, AF_CAN, AF_XDP, ...) are not
+// per namespace, or only reach the kernel's less-trodden code.
+var SocketFamilies = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
+// DeniedIoctls are the ioctl requests refused with EPERM: TIOCSTI pushes
+// bytes into a terminal's input as if typed, TIOCLINUX (subcode 2, paste)
+// does the same on a virtual console; with either, a command could type a
+// line the shell runs outside the terminal's record.
+var DeniedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
+
+// Personalities are the personality(2) arguments allowed: PER_LINUX and
+// the query 0xffffffff. The rest (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE,
+// MMAP_PAGE_ZERO, other ABIs) fail with EPERM.
+var Personalities = []uint32{0, 0xffffffff}
 
 type call struct {
 	name string
@@ -52,25 +72,45 @@ func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
 }
 
+const (
+	ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	ret  = unix.BPF_RET | unix.BPF_K
+)
+
+// argCheck is the block for one call whose argument decides: it loads
+// the argument's low 32 bits (the kernel reads an int or unsigned int
+// there) and returns match if it is one of values, else other. nr is
+// already in the accumulator; a call other than nr skips the block.
+func argCheck(nr uint32, off uint32, values []uint32, match, other uint32) []unix.SockFilter {
+	n := len(values)
+	// jeq nr; ld arg; n x jeq value -> match; ret other; ret match
+	b := []unix.SockFilter{jump(jeq, nr, 0, uint8(n+3)), stmt(ld, off)}
+	for i, v := range values {
+		b = append(b, jump(jeq, v, uint8(n-i), 0))
+	}
+	return append(b, stmt(ret, other), stmt(ret, match))
+}
+
 // Program assembles the filter for the running architecture:
 //
-//	arch != native          -> EPERM
-//	nr (x32 bit set)        -> EPERM            (amd64 only)
-//	nr in denied            -> EPERM
-//	nr == clone3            -> ENOSYS
-//	nr == clone && flags&ns -> EPERM
-//	otherwise               -> ALLOW
+//	arch != native                  -> EPERM
+//	nr (x32 bit set)                -> EPERM            (amd64 only)
+//	nr in denied                    -> EPERM
+//	nr == clone3                    -> ENOSYS
+//	nr == clone && flags&ns         -> EPERM
+//	socket, socketpair: family not
+//	  in SocketFamilies             -> EAFNOSUPPORT
+//	ioctl: request in DeniedIoctls  -> EPERM
+//	personality: not in
+//	  Personalities                 -> EPERM
+//	otherwise                       -> ALLOW
 func Program() ([]unix.SockFilter, error) {
 	if nativeArch == 0 {
 		return nil, ErrUnsupportedArch
 	}
-	const (
-		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge  = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-		ret  = unix.BPF_RET | unix.BPF_K
-	)
 	p := []unix.SockFilter{
 		stmt(ld, offArch),
 		jump(jeq, nativeArch, 1, 0),
@@ -85,11 +125,15 @@ func Program() ([]unix.SockFilter, error) {
 	}
 	p = append(p,
 		jump(jeq, sysClone3, 0, 1), stmt(ret, retNoSys),
-		jump(jeq, sysClone, 0, 3),
+		jump(jeq, sysClone, 0, 4),
 		stmt(ld, offArg0),
 		jump(jset, nsFlags, 0, 1),
 		stmt(ret, retEPERM),
 		stmt(ret, retAllow),
 	)
-	return p, nil
+	p = append(p, argCheck(sysSocket, offArg0, SocketFamilies, retAllow, retNoAFSupport)...)
+	p = append(p, argCheck(sysSocketpair, offArg0, SocketFamilies, retAllow, retNoAFSupport)...)
+	p = append(p, argCheck(sysIoctl, offArg1, DeniedIoctls, retEPERM, retAllow)...)
+	p = append(p, argCheck(sysPersonality, offArg0, Personalities, retAllow, retEPERM)...)
+	return append(p, stmt(ret, retAllow)), nil
 }

@@ -15,12 +15,14 @@ import (
 
 // run interprets a classic BPF seccomp program over one seccomp_data, the
 // way the kernel does, so the decisions can be checked call by call.
-func run(t *testing.T, prog []unix.SockFilter, arch, nr uint32, arg0 uint64) uint32 {
+func run(t *testing.T, prog []unix.SockFilter, arch, nr uint32, args ...uint64) uint32 {
 	t.Helper()
 	data := make([]byte, 64)
 	binary.LittleEndian.PutUint32(data[0:], nr)
 	binary.LittleEndian.PutUint32(data[4:], arch)
-	binary.LittleEndian.PutUint64(data[16:], arg0)
+	for i, a := range args {
+		binary.LittleEndian.PutUint64(data[16+8*i:], a)
+	}
 	var acc uint32
 	for pc := 0; pc < len(prog); pc++ {
 		in := prog[pc]
@@ -64,29 +66,50 @@ func TestProgramDecisions(t *testing.T) {
 		nr   uint32
 		arg0 uint64
 		want uint32
+		arg1 uint64
 	}
 	cases := []tc{
-		{"read", nativeArch, unix.SYS_READ, 0, retAllow},
-		{"openat", nativeArch, unix.SYS_OPENAT, 0, retAllow},
-		{"execve", nativeArch, unix.SYS_EXECVE, 0, retAllow},
-		{"fork-style clone", nativeArch, sysClone, uint64(unix.SIGCHLD) | unix.CLONE_CHILD_SETTID | unix.CLONE_CHILD_CLEARTID, retAllow},
-		{"thread clone", nativeArch, sysClone, unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD, retAllow},
-		{"clone with pidfd", nativeArch, sysClone, unix.CLONE_VFORK | unix.CLONE_VM | unix.CLONE_PIDFD, retAllow},
-		{"clone3", nativeArch, sysClone3, 0, retNoSys},
-		{"foreign arch", unix.AUDIT_ARCH_I386, unix.SYS_READ, 0, retEPERM},
+		{"read", nativeArch, unix.SYS_READ, 0, retAllow, 0},
+		{"openat", nativeArch, unix.SYS_OPENAT, 0, retAllow, 0},
+		{"execve", nativeArch, unix.SYS_EXECVE, 0, retAllow, 0},
+		{"fork-style clone", nativeArch, sysClone, uint64(unix.SIGCHLD) | unix.CLONE_CHILD_SETTID | unix.CLONE_CHILD_CLEARTID, retAllow, 0},
+		{"thread clone", nativeArch, sysClone, unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD, retAllow, 0},
+		{"clone with pidfd", nativeArch, sysClone, unix.CLONE_VFORK | unix.CLONE_VM | unix.CLONE_PIDFD, retAllow, 0},
+		{"clone3", nativeArch, sysClone3, 0, retNoSys, 0},
+		{"foreign arch", unix.AUDIT_ARCH_I386, unix.SYS_READ, 0, retEPERM, 0},
+		{"socket AF_UNIX", nativeArch, sysSocket, unix.AF_UNIX, retAllow, unix.SOCK_STREAM},
+		{"socket AF_INET", nativeArch, sysSocket, unix.AF_INET, retAllow, unix.SOCK_STREAM},
+		{"socket AF_INET6", nativeArch, sysSocket, unix.AF_INET6, retAllow, unix.SOCK_DGRAM},
+		{"socket AF_NETLINK", nativeArch, sysSocket, unix.AF_NETLINK, retAllow, unix.SOCK_RAW},
+		{"socket AF_VSOCK", nativeArch, sysSocket, unix.AF_VSOCK, retNoAFSupport, unix.SOCK_STREAM},
+		{"socket AF_PACKET", nativeArch, sysSocket, unix.AF_PACKET, retNoAFSupport, unix.SOCK_RAW},
+		{"socket AF_ALG", nativeArch, sysSocket, unix.AF_ALG, retNoAFSupport, unix.SOCK_SEQPACKET},
+		{"socket AF_VSOCK high bits", nativeArch, sysSocket, 1<<32 | unix.AF_VSOCK, retNoAFSupport, 0},
+		{"socketpair AF_UNIX", nativeArch, sysSocketpair, unix.AF_UNIX, retAllow, unix.SOCK_STREAM},
+		{"socketpair AF_VSOCK", nativeArch, sysSocketpair, unix.AF_VSOCK, retNoAFSupport, unix.SOCK_STREAM},
+		{"ioctl TCGETS", nativeArch, sysIoctl, 0, retAllow, unix.TCGETS},
+		{"ioctl TIOCGWINSZ", nativeArch, sysIoctl, 0, retAllow, unix.TIOCGWINSZ},
+		{"ioctl TIOCSTI", nativeArch, sysIoctl, 0, retEPERM, unix.TIOCSTI},
+		{"ioctl TIOCSTI high bits", nativeArch, sysIoctl, 0, retEPERM, 1<<32 | unix.TIOCSTI},
+		{"ioctl TIOCLINUX", nativeArch, sysIoctl, 0, retEPERM, unix.TIOCLINUX},
+		{"personality PER_LINUX", nativeArch, sysPersonality, 0, retAllow, 0},
+		{"personality query", nativeArch, sysPersonality, 0xffffffff, retAllow, 0},
+		{"personality READ_IMPLIES_EXEC", nativeArch, sysPersonality, readImpliesExec, retEPERM, 0},
+		{"personality ADDR_NO_RANDOMIZE", nativeArch, sysPersonality, addrNoRandomize, retEPERM, 0},
+		{"getpid after the blocks", nativeArch, unix.SYS_GETPID, unix.AF_VSOCK, retAllow, unix.TIOCSTI},
 	}
 	for _, f := range []uint64{unix.CLONE_NEWUSER, unix.CLONE_NEWNS, unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWCGROUP} {
-		cases = append(cases, tc{fmt.Sprintf("clone %#x", f), nativeArch, sysClone, f | uint64(unix.SIGCHLD), retEPERM})
+		cases = append(cases, tc{fmt.Sprintf("clone %#x", f), nativeArch, sysClone, f | uint64(unix.SIGCHLD), retEPERM, 0})
 	}
 	if x32Bit != 0 {
-		cases = append(cases, tc{"x32 read", nativeArch, x32Bit | unix.SYS_READ, 0, retEPERM})
+		cases = append(cases, tc{"x32 read", nativeArch, x32Bit | unix.SYS_READ, 0, retEPERM, 0})
 	}
 	for _, d := range denied {
-		cases = append(cases, tc{d.name, nativeArch, d.nr, 0, retEPERM})
+		cases = append(cases, tc{d.name, nativeArch, d.nr, 0, retEPERM, 0})
 	}
 	for _, c := range cases {
-		if got := run(t, prog, c.arch, c.nr, c.arg0); got != c.want {
-			t.Errorf("%s (nr %d, arg0 %#x): %#x, want %#x", c.name, c.nr, c.arg0, got, c.want)
+		if got := run(t, prog, c.arch, c.nr, c.arg0, c.arg1); got != c.want {
+			t.Errorf("%s (nr %d, arg0 %#x, arg1 %#x): %#x, want %#x", c.name, c.nr, c.arg0, c.arg1, got, c.want)
 		}
 	}
 }
@@ -130,6 +153,9 @@ func child() int {
 		try(prefix+"mount", unix.SYS_MOUNT)
 		try(prefix+"clone3", unix.SYS_CLONE3)
 		try(prefix+"ptrace", unix.SYS_PTRACE, unix.PTRACE_TRACEME)
+		try(prefix+"vsock", unix.SYS_SOCKET, unix.AF_VSOCK, unix.SOCK_STREAM)
+		try(prefix+"tiocsti", unix.SYS_IOCTL, 0, unix.TIOCSTI)
+		try(prefix+"personality", unix.SYS_PERSONALITY, readImpliesExec)
 	}
 	report("")
 	done := make(chan struct{})
@@ -168,8 +194,8 @@ func TestInstallInKernel(t *testing.T) {
 	}
 	got := string(out)
 	for _, want := range []string{
-		"getpid=0", "unshare=1", "mount=1", "clone3=38", "ptrace=1",
-		"thread.getpid=0", "thread.unshare=1", "thread.mount=1", "thread.clone3=38", "thread.ptrace=1",
+		"getpid=0", "unshare=1", "mount=1", "clone3=38", "ptrace=1", "vsock=97", "tiocsti=1", "personality=1",
+		"thread.getpid=0", "thread.unshare=1", "thread.mount=1", "thread.clone3=38", "thread.ptrace=1", "thread.vsock=97",
 		"child-exec", "Seccomp:2", "NoNewPrivs:1",
 	} {
 		if !strings.Contains(got, want+"\n") {
@@ -177,3 +203,9 @@ func TestInstallInKernel(t *testing.T) {
 		}
 	}
 }
+
+// personality(2) flags, from linux/personality.h.
+const (
+	readImpliesExec = 0x0400000
+	addrNoRandomize = 0x0040000
+)

@@ -5,10 +5,14 @@ package seccomp
 import "golang.org/x/sys/unix"
 
 const (
-	nativeArch = unix.AUDIT_ARCH_X86_64
-	x32Bit     = 0x40000000 // __X32_SYSCALL_BIT: x32 calls are refused whole
-	sysClone   = unix.SYS_CLONE
-	sysClone3  = unix.SYS_CLONE3
+	nativeArch     = unix.AUDIT_ARCH_X86_64
+	x32Bit         = 0x40000000 // __X32_SYSCALL_BIT: x32 calls are refused whole
+	sysClone       = unix.SYS_CLONE
+	sysClone3      = unix.SYS_CLONE3
+	sysSocket      = unix.SYS_SOCKET
+	sysSocketpair  = unix.SYS_SOCKETPAIR
+	sysIoctl       = unix.SYS_IOCTL
+	sysPersonality = unix.SYS_PERSONALITY
 )
 
 var denied = append(commonDenied,

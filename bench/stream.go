@@ -68,7 +68,7 @@ func (b *bench) lines(ctx context.Context, s *Section) error {
 	}
 	defer sess.Close(context.WithoutCancel(ctx), "benchmark done")
 	s.Notes = append(s.Notes,
-		"end to end: session.Run with the default trim.Config and a trim.FileStore in a temp dir.",
+		"end to end: session.Command with the default trim.Config and a trim.FileStore in a temp dir.",
 		"baselines: `bash -c '{ CMD; } >/dev/null'` (the commands' own cost), and `bash -c CMD` onto a bare PTY read into a discarded buffer (the PTY floor).",
 		fmt.Sprintf("each figure is the median of %s, interleaved with the baselines', after 1 untimed run of each; RSS growth is this process's peak during that first run.", plural(reps, "run")),
 		"100,001-line log: "+logCommand,
@@ -96,7 +96,7 @@ func (b *bench) lines(ctx context.Context, s *Section) error {
 // conservative figure); the timed runs follow, each beside one run of each
 // baseline, interleaved so a change in the machine's load hits all three.
 func measureLines(ctx context.Context, store *trim.FileStore, sess *session.Session, c lineCase, reps int) ([]Row, string, error) {
-	var first session.Result
+	var first ran
 	growth, note, err := peakGrowth(func() error {
 		var err error
 		first, _, err = runChecked(ctx, sess, c.cmd)
@@ -198,7 +198,7 @@ func (b *bench) stream(ctx context.Context, s *Section) error {
 	s.Title = fmt.Sprintf("a %s stream through session.Run", formatBytes(float64(size)))
 	s.Notes = append(s.Notes,
 		"command: "+producer,
-		"end to end: session.Run with the default trim.Config, spilling the whole stream to a trim.FileStore in a temp dir.",
+		"end to end: session.Command with the default trim.Config, spilling the whole stream to a trim.FileStore in a temp dir.",
 		"baselines: `bash -c 'CMD | wc -c'` (the producer's own speed), and `bash -c CMD` onto a bare PTY read into a discarded buffer (the PTY floor).",
 		"RSS growth: VmHWM after the run minus VmRSS before it, with the peak reset through /proc/self/clear_refs; this process only.",
 	)
@@ -292,16 +292,23 @@ func (b *bench) newSession(ctx context.Context, name string) (*trim.FileStore, *
 	return store, sess, nil
 }
 
+// ran is one command's observation and the trimmer's counts.
+type ran struct {
+	Output event.CmdOutput
+	Trim   trim.Result
+}
+
 // runChecked runs one command and times it with the wall clock around
-// session.Run; anything but a clean exit 0 is an error.
-func runChecked(ctx context.Context, sess *session.Session, cmd string) (session.Result, time.Duration, error) {
+// session.Command; anything but a clean exit 0 is an error.
+func runChecked(ctx context.Context, sess *session.Session, cmd string) (ran, time.Duration, error) {
 	t0 := time.Now()
-	res, err := sess.Run(ctx, event.SourceUser, event.CmdRun{Command: cmd})
+	out, tr, err := sess.Command(ctx, event.CmdRun{Command: cmd})
 	d := time.Since(t0)
+	res := ran{Output: out, Trim: tr}
 	if err != nil {
 		return res, d, fmt.Errorf("run %q: %w", cmd, err)
 	}
-	if out := res.Output; out.ExitCode != 0 || out.TimedOut || out.ShellRebuilt {
+	if out.ExitCode != 0 || out.TimedOut || out.ShellRebuilt {
 		return res, d, fmt.Errorf("run %q: exit %d (-1: still running), timed out %v, shell rebuilt %v: %s",
 			cmd, out.ExitCode, out.TimedOut, out.ShellRebuilt, out.Note)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harnessd/harnessd/core/session/record"
 	"github.com/harnessd/harnessd/core/trim"
 )
 
@@ -33,11 +34,11 @@ var (
 var (
 	// ErrSessionNotFound is returned for a session the store does not hold
 	// (never created, or deleted).
-	ErrSessionNotFound = errors.New("store: session not found")
+	ErrSessionNotFound = fmt.Errorf("store: %w", record.ErrNotFound)
 
 	// ErrSessionExists is returned by CreateSession for an id in use, or
 	// one whose deletion is still being swept.
-	ErrSessionExists = errors.New("store: session already exists")
+	ErrSessionExists = fmt.Errorf("store: %w", record.ErrExists)
 
 	// ErrInvalidSession is returned for a session id or record that cannot
 	// be stored: empty, longer than MaxSessionID, or with control

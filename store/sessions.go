@@ -7,27 +7,17 @@ import (
 	"maps"
 	"time"
 
+	"github.com/harnessd/harnessd/core/session/record"
 	bolt "go.etcd.io/bbolt"
 )
 
-// Session is a session's metadata as the store keeps it. The store does not
-// interpret State; core/session owns the lifecycle.
-type Session struct {
-	ID      string            `json:"id"`
-	State   string            `json:"state,omitempty"`
-	Created time.Time         `json:"created"`
-	Ended   time.Time         `json:"ended,omitzero"` // zero while the session lives
-	Labels  map[string]string `json:"labels,omitempty"`
-	// Workspace is the host directory the session works in, if any.
-	Workspace string `json:"workspace,omitempty"`
+// Session is a session's metadata as the store keeps it: the record that
+// core declares, so the store implements record.Catalog.
+type Session = record.Session
 
-	// LastSeq is the seq of the session's last event. It is filled in on
-	// reads from memory, not stored with the metadata: storing it would
-	// rewrite this record on every append.
-	LastSeq uint64 `json:"last_seq"`
-}
+var _ record.Catalog = (*Store)(nil)
 
-func (s *Session) encode() ([]byte, error) {
+func encodeSession(s *Session) ([]byte, error) {
 	c := *s
 	c.LastSeq = 0
 	return json.Marshal(c)
@@ -64,7 +54,7 @@ func (s *Store) CreateSession(ctx context.Context, sess Session) (Session, error
 		if w.trash.Get([]byte(sess.ID)) != nil {
 			return reject(fmt.Errorf("create session %s: %w (its deletion is still being swept)", sess.ID, ErrSessionExists))
 		}
-		rec, err := sess.encode()
+		rec, err := encodeSession(&sess)
 		if err != nil {
 			return reject(fmt.Errorf("create session %s: %w: %v", sess.ID, ErrInvalidSession, err))
 		}
@@ -159,7 +149,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*Session) 
 		if !cur.Ended.IsZero() {
 			cur.Ended = cur.Ended.UTC()
 		}
-		rec, err := cur.encode()
+		rec, err := encodeSession(&cur)
 		if err != nil {
 			return reject(fmt.Errorf("update session %s: %w: %v", id, ErrInvalidSession, err))
 		}

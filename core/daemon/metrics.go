@@ -24,6 +24,8 @@ type Metrics struct {
 	bytesTrimmed    prometheus.Counter
 	bytesOutput     prometheus.Counter
 	invalidActions  prometheus.Counter
+	actions         *prometheus.CounterVec
+	poolTakes       *prometheus.CounterVec
 	commitSeconds   prometheus.Histogram
 	requests        *prometheus.CounterVec
 }
@@ -55,6 +57,12 @@ func NewMetrics() *Metrics {
 		invalidActions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "harnessd_invalid_actions_total", Help: "Malformed actions answered with invalid_action.",
 		}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "harnessd_actions_total", Help: "Actions taken through the pipeline, by kind and result: done (executed and answered), vetoed (refused by a hook), refused (invalid or no executor, nothing recorded), failed (an error after the action was recorded).",
+		}, []string{"kind", "result"}),
+		poolTakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "harnessd_pool_takes_total", Help: "Session creates that asked the warm pool for a sandbox, by result: hit (one was ready) or miss (started cold).",
+		}, []string{"result"}),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "harnessd_store_commit_seconds", Help: "Latency of one bbolt commit (with its fsync in strict durability).",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16), // 50µs … 1.6s
@@ -64,7 +72,7 @@ func NewMetrics() *Metrics {
 		}, []string{"route", "code"}),
 	}
 	m.reg.MustRegister(m.sessionsLive, m.sessionsCreated, m.commands, m.commandSeconds,
-		m.bytesTrimmed, m.bytesOutput, m.invalidActions, m.commitSeconds, m.requests,
+		m.bytesTrimmed, m.bytesOutput, m.invalidActions, m.actions, m.poolTakes, m.commitSeconds, m.requests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -96,6 +104,14 @@ func (m *Metrics) observeOutput(out event.CmdOutput, bytesTotal, bytesOmitted in
 	m.commandSeconds.Observe(d.Seconds())
 	m.bytesOutput.Add(float64(bytesTotal))
 	m.bytesTrimmed.Add(float64(bytesOmitted))
+}
+
+func (m *Metrics) observePoolTake(hit bool) {
+	if hit {
+		m.poolTakes.WithLabelValues("hit").Inc()
+	} else {
+		m.poolTakes.WithLabelValues("miss").Inc()
+	}
 }
 
 func statusText(code int) string {

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 )
 
@@ -18,20 +17,23 @@ type pool[T any] struct {
 	discard func(T)
 	log     *slog.Logger
 
+	// taken, if set, is told of every take: a hit or a miss (the
+	// daemon's metrics count them).
+	taken func(hit bool)
+
 	ready  chan T
 	wake   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
-
-	mu     sync.Mutex
-	hits   uint64
-	misses uint64
 }
 
-func newPool[T any](size int, create func(context.Context) (T, error), discard func(T), log *slog.Logger) *pool[T] {
+func newPool[T any](size int, create func(context.Context) (T, error), discard func(T), taken func(hit bool), log *slog.Logger) *pool[T] {
+	if taken == nil {
+		taken = func(bool) {}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pool[T]{
-		size: size, create: create, discard: discard, log: log,
+		size: size, create: create, discard: discard, taken: taken, log: log,
 		ready:  make(chan T, size),
 		wake:   make(chan struct{}, 1),
 		cancel: cancel,
@@ -48,14 +50,10 @@ func newPool[T any](size int, create func(context.Context) (T, error), discard f
 func (p *pool[T]) take() (T, bool) {
 	select {
 	case v := <-p.ready:
-		p.mu.Lock()
-		p.hits++
-		p.mu.Unlock()
+		p.taken(true)
 		return v, true
 	default:
-		p.mu.Lock()
-		p.misses++
-		p.mu.Unlock()
+		p.taken(false)
 		var zero T
 		return zero, false
 	}
@@ -67,13 +65,6 @@ func (p *pool[T]) refill() {
 	case p.wake <- struct{}{}:
 	default:
 	}
-}
-
-// stats returns the hits and misses so far.
-func (p *pool[T]) stats() (hits, misses uint64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.hits, p.misses
 }
 
 // fill keeps the pool full. A failure to create backs off (up to 30s) so a

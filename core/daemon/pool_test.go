@@ -15,6 +15,14 @@ func TestPool(t *testing.T) {
 	var mu sync.Mutex
 	discarded := map[int64]bool{}
 	slow := make(chan struct{})
+	var hits, misses atomic.Int64
+	taken := func(hit bool) {
+		if hit {
+			hits.Add(1)
+		} else {
+			misses.Add(1)
+		}
+	}
 	p := newPool(3, func(ctx context.Context) (int64, error) {
 		n := made.Add(1)
 		if n > 3 {
@@ -25,7 +33,7 @@ func TestPool(t *testing.T) {
 			}
 		}
 		return n, nil
-	}, func(v int64) { mu.Lock(); discarded[v] = true; mu.Unlock() }, slog.New(slog.DiscardHandler))
+	}, func(v int64) { mu.Lock(); discarded[v] = true; mu.Unlock() }, taken, slog.New(slog.DiscardHandler))
 	deadline := time.Now().Add(5 * time.Second)
 	for len(p.ready) < 3 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -45,7 +53,7 @@ func TestPool(t *testing.T) {
 	if _, ok := p.take(); ok {
 		t.Fatal("take from an empty pool must not wait or invent a value")
 	}
-	if h, m := p.stats(); h != 3 || m != 1 {
+	if h, m := hits.Load(), misses.Load(); h != 3 || m != 1 {
 		t.Fatalf("hits %d misses %d", h, m)
 	}
 	close(slow)
@@ -71,7 +79,7 @@ func TestPoolBacksOff(t *testing.T) {
 	p := newPool(2, func(ctx context.Context) (int, error) {
 		calls.Add(1)
 		return 0, errors.New("no user namespaces")
-	}, func(int) {}, slog.New(slog.DiscardHandler))
+	}, func(int) {}, nil, slog.New(slog.DiscardHandler))
 	time.Sleep(500 * time.Millisecond)
 	p.close()
 	if n := calls.Load(); n > 5 {

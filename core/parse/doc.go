@@ -1,6 +1,7 @@
-// Package parse turns what a model wrote into exactly one action: run a shell
-// command, finish the task, talk, or Malformed. It never panics and never
-// returns an error: a reply it cannot use becomes a Malformed whose Guidance
+// Package parse turns what a model wrote into exactly one event payload:
+// event.CmdRun, event.Finish, event.Message, or event.InvalidAction for a
+// reply it cannot use. It never panics and never returns an error: the
+// InvalidAction is an observation whose Guidance
 // tells the model, in a line or two and with the correct form shown, what to
 // resend. The session records it as an invalid_action observation, so bad
 // output costs the agent one turn, never the run.
@@ -23,7 +24,7 @@
 //     every line carries one.
 //   - Blocks in another language (python, json, diff...) are the model showing
 //     code, not running it: a reply with only such blocks is a Message. (The
-//     reference harness calls these Malformed; here the one thing we can run
+//     reference harness calls these malformed; here the one thing we can run
 //     is bash, and a reply quoting a file or a patch for a person is normal
 //     talk, so Message it is. A reply meaning to act should use a shell block.)
 //   - The task ends with a <finish>summary</finish> tag in the prose (case is
@@ -32,7 +33,7 @@
 //     Shell blocks inside the tag are part of the summary, not commands.
 //   - No fence and no tag: a Message.
 //
-// What is Malformed: a fence that is never closed (truncated replies land
+// What is InvalidAction: a fence that is never closed (truncated replies land
 // here), more than one command block (one action per turn), an empty block,
 // a command typed on the fence line ("```bash ls"), text after the label that
 // is not a renderer attribute ("```bash copy"), a command and a finish tag in
@@ -53,7 +54,7 @@
 // is_input the command (text or keys such as "C-c") passes through untouched.
 //
 // Decoding is strict: exact field names, exact JSON types, no duplicate
-// fields, one object with nothing after it. Each failure is a Malformed whose
+// fields, one object with nothing after it. Each failure is an InvalidAction whose
 // guidance shows the corrected JSON when it can be worked out: Python
 // literals ({'command': 'ls', 'is_input': False}), arguments encoded twice as
 // a string, raw newlines inside strings, trailing commas, "true" for true,
@@ -73,6 +74,6 @@
 // later" is talk. Labels outside the known lists that are not near a shell
 // name are taken as other languages.
 //
-// Text never produces IsInput, Timeout or Reset: those need a tool call.
+// Text never produces IsInput, TimeoutS or Reset: those need a tool call.
 // The think tool comes back as a Message, indistinguishable from message.
 package parse

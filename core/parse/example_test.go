@@ -3,10 +3,11 @@ package parse_test
 import (
 	"fmt"
 
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/parse"
 )
 
-// The controller switches on the four kinds; a Malformed goes back to the
+// The controller switches on the four kinds; an invalid_action goes back to the
 // model as an observation it can correct itself from.
 func Example() {
 	replies := []string{
@@ -17,13 +18,13 @@ func Example() {
 	}
 	for _, r := range replies {
 		switch a := parse.Text(r).(type) {
-		case parse.RunBash:
+		case event.CmdRun:
 			fmt.Printf("run %q\n", a.Command)
-		case parse.Malformed:
+		case event.InvalidAction:
 			fmt.Printf("invalid_action: %s\n", a.Reason)
-		case parse.Message:
+		case event.Message:
 			fmt.Printf("message %q\n", a.Text)
-		case parse.Finish:
+		case event.Finish:
 			fmt.Printf("finish %q\n", a.Message)
 		}
 	}
@@ -37,7 +38,7 @@ func Example() {
 // A tool call that is almost right is refused, with the right form shown.
 func ExampleToolCall() {
 	a := parse.ToolCall("bash", []byte(`{'command': 'ls -la', 'is_input': False}`))
-	m := a.(parse.Malformed)
+	m := a.(event.InvalidAction)
 	fmt.Println(m.Reason)
 	fmt.Println(m.Guidance)
 
@@ -47,5 +48,5 @@ func ExampleToolCall() {
 	// arguments are a Python literal, not JSON
 	// Tool arguments must be JSON: double quotes around strings and keys, true/false/null instead of True/False/None. Resend the call to bash with these arguments:
 	// {"command": "ls -la", "is_input": false}
-	// {Command:C-c IsInput:true Timeout:0s Reset:false}
+	// {Command:C-c IsInput:true TimeoutS:0 Reset:false}
 }

@@ -3,6 +3,8 @@ package parse
 import (
 	"strings"
 	"testing"
+
+	"github.com/harnessd/harnessd/core/event"
 )
 
 // FuzzText holds Text to its promise on any input: no panic, and one of the
@@ -48,8 +50,8 @@ func FuzzToolCall(f *testing.F) {
 			a := ToolCall(n, args)
 			checkAction(t, a, false)
 			// (A backslash may spell the key with escapes: "\u0063ommand".)
-			if r, ok := a.(RunBash); ok && !strings.Contains(string(args), "command") && !strings.Contains(string(args), `\`) {
-				t.Fatalf("RunBash %#v from arguments without a command: %q", r, args)
+			if r, ok := a.(event.CmdRun); ok && !strings.Contains(string(args), "command") && !strings.Contains(string(args), `\`) {
+				t.Fatalf("CmdRun %#v from arguments without a command: %q", r, args)
 			}
 		}
 	})

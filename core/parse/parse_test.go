@@ -4,32 +4,34 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/core/event"
 )
 
 // checkAction fails t if a breaks the package's promises: one of the four
-// kinds as a value, Malformed with Reason and Guidance, and a RunBash with a
+// kinds as a value, InvalidAction with Reason and Guidance, and a CmdRun with a
 // command unless the tool-call contract gives the empty command a meaning.
 // Every test and both fuzz targets run it on every result.
-func checkAction(t testing.TB, a Action, fromText bool) {
+func checkAction(t testing.TB, a event.Payload, fromText bool) {
 	t.Helper()
 	switch v := a.(type) {
-	case RunBash:
+	case event.CmdRun:
 		if fromText && strings.TrimSpace(v.Command) == "" {
-			t.Fatalf("Text gave RunBash with an empty command: %#v", v)
+			t.Fatalf("Text gave CmdRun with an empty command: %#v", v)
 		}
 		if v.Command == "" && v.IsInput {
-			t.Fatalf("RunBash with is_input and an empty command: %#v", v)
+			t.Fatalf("CmdRun with is_input and an empty command: %#v", v)
 		}
-		if v.Timeout < 0 || v.Timeout > MaxTimeout {
-			t.Fatalf("RunBash timeout out of range: %#v", v)
+		if v.TimeoutS < 0 || v.TimeoutS > MaxTimeout.Seconds() {
+			t.Fatalf("CmdRun timeout out of range: %#v", v)
 		}
-		if fromText && (v.IsInput || v.Reset || v.Timeout != 0) {
+		if fromText && (v.IsInput || v.Reset || v.TimeoutS != 0) {
 			t.Fatalf("Text set a tool-call-only field: %#v", v)
 		}
-	case Finish, Message:
-	case Malformed:
+	case event.Finish, event.Message:
+	case event.InvalidAction:
 		if v.Reason == "" || v.Guidance == "" {
-			t.Fatalf("Malformed without reason or guidance: %#v", v)
+			t.Fatalf("InvalidAction without reason or guidance: %#v", v)
 		}
 		if v.Reason == reasonInternal {
 			t.Fatalf("parser panicked: %s", v.Guidance)
@@ -39,20 +41,20 @@ func checkAction(t testing.TB, a Action, fromText bool) {
 	}
 }
 
-// want describes an expected result; for Malformed, guidance lists
+// want describes an expected result; for InvalidAction, guidance lists
 // substrings the guidance must contain.
 type want struct {
-	action   Action
+	action   event.Payload
 	guidance []string
 }
 
-func check(t *testing.T, got Action, w want, fromText bool) {
+func check(t *testing.T, got event.Payload, w want, fromText bool) {
 	t.Helper()
 	checkAction(t, got, fromText)
-	if m, ok := w.action.(Malformed); ok {
-		gm, ok := got.(Malformed)
+	if m, ok := w.action.(event.InvalidAction); ok {
+		gm, ok := got.(event.InvalidAction)
 		if !ok {
-			t.Fatalf("got %#v, want Malformed %q", got, m.Reason)
+			t.Fatalf("got %#v, want InvalidAction %q", got, m.Reason)
 		}
 		if gm.Reason != m.Reason {
 			t.Fatalf("reason = %q, want %q\nguidance: %s", gm.Reason, m.Reason, gm.Guidance)
@@ -69,11 +71,11 @@ func check(t *testing.T, got Action, w want, fromText bool) {
 	}
 }
 
-func run(cmd string) want  { return want{action: RunBash{Command: cmd}} }
-func msg(text string) want { return want{action: Message{Text: text}} }
-func fin(m string) want    { return want{action: Finish{Message: m}} }
+func run(cmd string) want  { return want{action: event.CmdRun{Command: cmd}} }
+func msg(text string) want { return want{action: event.Message{Text: text}} }
+func fin(m string) want    { return want{action: event.Finish{Message: m}} }
 func bad(reason string, guidance ...string) want {
-	return want{action: Malformed{Reason: reason}, guidance: guidance}
+	return want{action: event.InvalidAction{Reason: reason}, guidance: guidance}
 }
 
 func TestText(t *testing.T) {
@@ -144,7 +146,7 @@ func TestText(t *testing.T) {
 		{"bash partly prompted kept", "```bash\necho $ HOME\n$ ls\n```", run("echo $ HOME\n$ ls")},
 		{"terminal transcript", "```terminal\n$ make\n```", run("make")},
 
-		// Malformed.
+		// InvalidAction.
 		{"unclosed", "Let me look:\n```bash\nls -la /tmp/x", bad("code block fence not closed", "```bash\nls -la /tmp/x\n```")},
 		{"unclosed python", "```python\nprint(", bad("code block fence not closed", "```bash")},
 		{"unclosed after a good block", "```bash\nls\n```\nthen\n```bash\nrm -rf x", bad("code block fence not closed")},
@@ -192,15 +194,15 @@ func TestToolCall(t *testing.T) {
 		{"terminal", "terminal", `{"command": "ls"}`, run("ls")},
 		{"name case and namespace", " functions.Bash ", `{"command": "ls"}`, run("ls")},
 		{"all fields", "bash", `{"command": "make", "is_input": false, "timeout": 2.5, "reset": true}`,
-			want{action: RunBash{Command: "make", Timeout: 2500 * time.Millisecond, Reset: true}}},
-		{"integer timeout", "bash", `{"command": "sleep 1", "timeout": 30}`, want{action: RunBash{Command: "sleep 1", Timeout: 30 * time.Second}}},
-		{"max timeout", "bash", `{"command": "x", "timeout": 3600}`, want{action: RunBash{Command: "x", Timeout: time.Hour}}},
+			want{action: event.CmdRun{Command: "make", TimeoutS: 2.5, Reset: true}}},
+		{"integer timeout", "bash", `{"command": "sleep 1", "timeout": 30}`, want{action: event.CmdRun{Command: "sleep 1", TimeoutS: 30}}},
+		{"max timeout", "bash", `{"command": "x", "timeout": 3600}`, want{action: event.CmdRun{Command: "x", TimeoutS: 3600}}},
 		{"null fields are absent", "bash", `{"command": "ls", "timeout": null, "is_input": null}`, run("ls")},
-		{"keys pass through", "bash", `{"command": "C-c", "is_input": true}`, want{action: RunBash{Command: "C-c", IsInput: true}}},
-		{"input newline kept", "bash", `{"command": "\n", "is_input": true}`, want{action: RunBash{Command: "\n", IsInput: true}}},
+		{"keys pass through", "bash", `{"command": "C-c", "is_input": true}`, want{action: event.CmdRun{Command: "C-c", IsInput: true}}},
+		{"input newline kept", "bash", `{"command": "\n", "is_input": true}`, want{action: event.CmdRun{Command: "\n", IsInput: true}}},
 		{"empty command polls", "bash", `{"command": ""}`, run("")},
 		{"blank command polls", "bash", `{"command": "  \n"}`, run("")},
-		{"reset only", "bash", `{"command": "", "reset": true}`, want{action: RunBash{Reset: true}}},
+		{"reset only", "bash", `{"command": "", "reset": true}`, want{action: event.CmdRun{Reset: true}}},
 		{"shell group is a command", "bash", `{"command": "{ ls; pwd; }"}`, run("{ ls; pwd; }")},
 		{"test command is a command", "bash", `{"command": "[ -f x ] && cat x"}`, run("[ -f x ] && cat x")},
 		{"html chars", "bash", `{"command": "a < b && c > d"}`, run("a < b && c > d")},
@@ -266,16 +268,16 @@ func TestToolCall(t *testing.T) {
 // a huge command is not echoed back.
 func TestGuidanceShort(t *testing.T) {
 	big := strings.Repeat("echo x; ", 10000)
-	for _, a := range []Action{
+	for _, a := range []event.Payload{
 		Text("```bash\n" + big),
 		Text("```bash\n" + big + "\n```\n```bash\nls\n```"),
 		ToolCall("bash", []byte(`{"command": "`+big+`", "is_input": "no"}`)),
 		ToolCall("bash", []byte(`{'command': '`+big+`'}`)),
 		ToolCall(strings.Repeat("x", 10000), nil),
 	} {
-		m, ok := a.(Malformed)
+		m, ok := a.(event.InvalidAction)
 		if !ok {
-			t.Fatalf("got %T, want Malformed", a)
+			t.Fatalf("got %T, want InvalidAction", a)
 		}
 		if len(m.Guidance) > 1000 || len(m.Reason) > 200 {
 			t.Errorf("guidance %d bytes, reason %d bytes:\n%.300s", len(m.Guidance), len(m.Reason), m.Guidance)
@@ -350,7 +352,7 @@ func TestLargeInputs(t *testing.T) {
 			start := time.Now()
 			a := ToolCall("bash", []byte(in))
 			checkAction(t, a, false)
-			if m, ok := a.(Malformed); ok && len(m.Reason) > 300 {
+			if m, ok := a.(event.InvalidAction); ok && len(m.Reason) > 300 {
 				t.Errorf("reason is %d bytes", len(m.Reason))
 			}
 			if d := time.Since(start); d > 5*time.Second {
@@ -361,15 +363,15 @@ func TestLargeInputs(t *testing.T) {
 }
 
 // TestRecover checks the last line of defence: a panic inside the parser
-// becomes a Malformed, never a crash of the daemon.
+// becomes a InvalidAction, never a crash of the daemon.
 func TestRecover(t *testing.T) {
-	a := func() (a Action) {
+	a := func() (a event.Payload) {
 		defer recoverAction(&a)
 		var m map[string]int
 		m["x"]++ // a nil map write panics
 		return nil
 	}()
-	m, ok := a.(Malformed)
+	m, ok := a.(event.InvalidAction)
 	if !ok || m.Reason != reasonInternal || m.Guidance == "" {
 		t.Fatalf("got %#v", a)
 	}

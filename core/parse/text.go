@@ -5,16 +5,18 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/harnessd/harnessd/core/event"
 )
 
 // Text parses a model's text reply, CodeAct style: a fenced shell block is a
 // command, a <finish> tag ends the task, anything else is a Message. It never
 // panics and never returns nil. See the package documentation for the rules.
-func Text(reply string) (a Action) {
+func Text(reply string) (a event.Payload) {
 	defer recoverAction(&a)
 	s := strings.ReplaceAll(reply, "\r\n", "\n")
 	if strings.TrimSpace(s) == "" {
-		return Malformed{
+		return event.InvalidAction{
 			Reason: "empty reply",
 			Guidance: "Your reply was empty. To run a command, reply with one block:\n" +
 				"```bash\nls -la\n```\n" +
@@ -49,7 +51,7 @@ func Text(reply string) (a Action) {
 	case len(cmds) > 1:
 		return tooMany(cmds)
 	case len(cmds) == 1 && hasFin:
-		return Malformed{
+		return event.InvalidAction{
 			Reason: "command and finish in one reply",
 			Guidance: "One action per turn: run a command or finish, not both. " +
 				"Send the command now; after you have seen its output, reply with <finish>a short summary</finish>.",
@@ -57,14 +59,14 @@ func Text(reply string) (a Action) {
 	case len(cmds) == 1:
 		return command(cmds[0])
 	case hasFin:
-		return Finish{Message: fin.message}
+		return event.Finish{Message: fin.message}
 	}
-	return Message{Text: strings.TrimSpace(s)}
+	return event.Message{Text: strings.TrimSpace(s)}
 }
 
-// command turns the one shell block of a reply into RunBash, or explains
+// command turns the one shell block of a reply into CmdRun, or explains
 // why it cannot.
-func command(b block) Action {
+func command(b block) event.Payload {
 	cmd := blockCommand(b)
 	label := "bash"
 	if b.label.kind == labelShell && b.label.name != "" {
@@ -77,26 +79,26 @@ func command(b block) Action {
 		if b.label.kind == labelNone {
 			onLine, open = b.info, b.fence.String()+"bash"
 		}
-		return Malformed{
+		return event.InvalidAction{
 			Reason: "command on the opening fence line",
 			Guidance: "The text after " + b.fence.String() + " is read as the language label, not as a command. " +
 				"Put the command on its own line between the fences:\n" + fenced(open, b.fence, onLine, "ls -la"),
 		}
 	case cmd == "":
-		return Malformed{
+		return event.InvalidAction{
 			Reason: "empty code block",
 			Guidance: "Your " + open + " block has nothing between the fences. Put the command on the lines between them:\n" +
 				fenced(open, b.fence, "", "ls -la"),
 		}
 	case b.extra != "":
-		return Malformed{
+		return event.InvalidAction{
 			Reason: "text after the fence label",
 			Guidance: fmt.Sprintf("The opening fence line must hold only the label, but it also has %q, which was not run. "+
 				"Move it inside the block if it is part of the command, or drop it, and resend:\n%s",
 				shorten(b.extra, 80), fenced(open, b.fence, cmd, "ls -la")),
 		}
 	}
-	return RunBash{Command: cmd}
+	return event.CmdRun{Command: cmd}
 }
 
 // blockCommand returns the command a shell block holds: trimmed, with
@@ -158,7 +160,7 @@ func allPrompted(lines []string) bool {
 	return seen
 }
 
-func unclosed(b block) Malformed {
+func unclosed(b block) event.InvalidAction {
 	f := b.fence.String()
 	g := "Your reply opened a code block with " + f + " but never closed it, so nothing was run. " +
 		"Close it with " + f + " on its own line and resend"
@@ -185,10 +187,10 @@ func unclosed(b block) Malformed {
 		}
 		g += ":\n" + fenced(f+label, b.fence, cmd, "ls -la")
 	}
-	return Malformed{Reason: "code block fence not closed", Guidance: g}
+	return event.InvalidAction{Reason: "code block fence not closed", Guidance: g}
 }
 
-func tooMany(cmds []block) Malformed {
+func tooMany(cmds []block) event.InvalidAction {
 	var parts []string
 	oneLine := true
 	for _, b := range cmds {
@@ -205,7 +207,7 @@ func tooMany(cmds []block) Malformed {
 	if oneLine {
 		joined = strings.Join(parts, " && ")
 	}
-	return Malformed{
+	return event.InvalidAction{
 		Reason: fmt.Sprintf("more than one command block (%d)", len(cmds)),
 		Guidance: "One action per turn: send exactly one ```bash block, and you will see its output before your next turn. " +
 			"Join the commands with && or put them on separate lines of a single block:\n" +
@@ -329,19 +331,19 @@ func indexFold(s string, from int, sub string) int {
 	return -1
 }
 
-// recoverAction turns a panic into a Malformed, the last line of defence
+// recoverAction turns a panic into a InvalidAction, the last line of defence
 // for "the parser never takes the agent down". The fuzz targets fail on this
 // reason, so a bug still gets found and fixed.
-func recoverAction(a *Action) {
+func recoverAction(a *event.Payload) {
 	if r := recover(); r != nil {
-		*a = Malformed{
+		*a = event.InvalidAction{
 			Reason:   reasonInternal,
 			Guidance: fmt.Sprintf("The harness could not read this reply (%v). Resend it in the simplest form: one ```bash block, plain text, or <finish>summary</finish>.", r),
 		}
 	}
 }
 
-// reasonInternal is the Reason of a Malformed made from a recovered panic.
+// reasonInternal is the Reason of a InvalidAction made from a recovered panic.
 const reasonInternal = "internal parser error"
 
 // fenceLineIndex returns the byte offset in content of the first line that

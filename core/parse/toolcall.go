@@ -8,7 +8,8 @@ import (
 	"io"
 	"math"
 	"strings"
-	"time"
+
+	"github.com/harnessd/harnessd/core/event"
 )
 
 // Tool names ToolCall accepts. The shell tool has several names because
@@ -33,29 +34,29 @@ const (
 //
 // The arguments are decoded strictly (exact field names, exact JSON types,
 // one object and nothing after it): a loosely read call could run a command
-// the model did not mean, while a Malformed that shows the correct JSON costs
+// the model did not mean, while a InvalidAction that shows the correct JSON costs
 // one turn. See the package documentation for each tool's fields.
-func ToolCall(name string, arguments []byte) (a Action) {
+func ToolCall(name string, arguments []byte) (a event.Payload) {
 	defer recoverAction(&a)
 	n := strings.ToLower(strings.TrimSpace(name))
 	// Some servers leak the namespace of the function ("functions.bash").
 	n = strings.TrimPrefix(n, "functions.")
 	switch {
 	case n == "":
-		return Malformed{
+		return event.InvalidAction{
 			Reason:   "tool call has no name",
 			Guidance: "Every tool call needs a function name. To run a command, call bash with " + bashExample + ".",
 		}
 	case contains(bashTools, n):
 		return bashCall(n, arguments)
 	case n == "finish":
-		return simpleCall(n, arguments, "message", false, finishExample, func(s string) Action { return Finish{Message: s} })
+		return simpleCall(n, arguments, "message", false, finishExample, func(s string) event.Payload { return event.Finish{Message: s} })
 	case n == "message":
-		return simpleCall(n, arguments, "text", true, messageExample, func(s string) Action { return Message{Text: s} })
+		return simpleCall(n, arguments, "text", true, messageExample, func(s string) event.Payload { return event.Message{Text: s} })
 	case n == "think":
-		return simpleCall(n, arguments, "thought", true, thinkExample, func(s string) Action { return Message{Text: s} })
+		return simpleCall(n, arguments, "thought", true, thinkExample, func(s string) event.Payload { return event.Message{Text: s} })
 	}
-	return Malformed{
+	return event.InvalidAction{
 		Reason: fmt.Sprintf("unknown tool %q", shorten(strings.TrimSpace(name), 60)),
 		Guidance: "There is no tool by that name. The tools are: " + strings.Join(append(append([]string{}, bashTools...), otherTools...), ", ") +
 			". To run a shell command, call bash with " + bashExample + "; to end the task, call finish with " + finishExample + ".",
@@ -78,16 +79,16 @@ type member struct {
 }
 
 // object decodes arguments as one JSON object. On failure it returns a
-// Malformed for the named tool, whose guidance shows the corrected
+// InvalidAction for the named tool, whose guidance shows the corrected
 // arguments when they can be derived (fix turns decodable members into the
 // tool's canonical JSON).
-func object(tool string, args []byte, example string, fix func([]member) string) ([]member, *Malformed) {
+func object(tool string, args []byte, example string, fix func([]member) string) ([]member, *event.InvalidAction) {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 {
 		return nil, nil // no arguments at all: the same as {}
 	}
-	bad := func(reason, guidance string) ([]member, *Malformed) {
-		return nil, &Malformed{Reason: reason, Guidance: guidance}
+	bad := func(reason, guidance string) ([]member, *event.InvalidAction) {
+		return nil, &event.InvalidAction{Reason: reason, Guidance: guidance}
 	}
 	resend := func(members []member) string {
 		if c := fix(members); c != "" {
@@ -170,7 +171,7 @@ type bashArgs struct {
 	reset   *bool
 }
 
-func bashCall(tool string, args []byte) Action {
+func bashCall(tool string, args []byte) event.Payload {
 	ms, m := object(tool, args, bashExample, func(ms []member) string {
 		b, _ := decodeBash(ms, true)
 		return b.canonical()
@@ -197,7 +198,7 @@ func bashCall(tool string, args []byte) Action {
 		} else {
 			g += "For example:\n" + bashExample
 		}
-		return Malformed{Reason: joinProblems(problems), Guidance: g}
+		return event.InvalidAction{Reason: joinProblems(problems), Guidance: g}
 	}
 
 	cmd := *b.command
@@ -207,7 +208,7 @@ func bashCall(tool string, args []byte) Action {
 		cmd = "" // "show more output" (or reset only): one spelling of empty
 	}
 	if inner, ok := nestedArgs(cmd); ok {
-		return Malformed{
+		return event.InvalidAction{
 			Reason: "command holds the arguments object, not a shell command",
 			Guidance: "The command field must be the shell command itself. Resend as:\n" +
 				orExample(inner.canonical(), bashExample),
@@ -215,7 +216,7 @@ func bashCall(tool string, args []byte) Action {
 	}
 	if argv, ok := argvList(cmd); ok {
 		c := argvCmd(argv)
-		return Malformed{
+		return event.InvalidAction{
 			Reason: "command is a list, not a shell command string",
 			Guidance: "The command field is one string, as typed at a shell prompt. Resend as:\n" +
 				orExample(bashArgs{command: &c, isInput: b.isInput}.canonical(), bashExample),
@@ -223,24 +224,24 @@ func bashCall(tool string, args []byte) Action {
 	}
 	switch {
 	case isInput && reset:
-		return Malformed{
+		return event.InvalidAction{
 			Reason: "reset cannot be combined with is_input",
 			Guidance: `reset rebuilds the shell; is_input types into the program that is running. Send one of them, e.g. ` +
 				`{"command": "C-c", "is_input": true} to interrupt, or {"command": "", "reset": true} to rebuild the shell.`,
 		}
 	case isInput && cmd == "":
-		return Malformed{
+		return event.InvalidAction{
 			Reason: "is_input with an empty command",
 			Guidance: `With is_input true, command is the text or keys to send to the running program, e.g. ` +
 				`{"command": "C-c", "is_input": true} to interrupt it, or {"command": "y", "is_input": true} to answer a prompt. ` +
 				`To just see more output, send {"command": "", "is_input": false}.`,
 		}
 	}
-	var timeout time.Duration
+	var timeout float64
 	if b.timeout != nil {
-		timeout = time.Duration(*b.timeout * float64(time.Second))
+		timeout = *b.timeout
 	}
-	return RunBash{Command: cmd, IsInput: isInput, Timeout: timeout, Reset: reset}
+	return event.CmdRun{Command: cmd, IsInput: isInput, TimeoutS: timeout, Reset: reset}
 }
 
 // decodeBash reads the shell tool's members. In lenient mode (used only to
@@ -347,7 +348,7 @@ func (b bashArgs) canonical() string {
 }
 
 // simpleCall decodes the tools whose arguments are one string field.
-func simpleCall(tool string, args []byte, field string, required bool, example string, make func(string) Action) Action {
+func simpleCall(tool string, args []byte, field string, required bool, example string, make func(string) event.Payload) event.Payload {
 	render := func(ms []member) string {
 		for _, m := range ms {
 			var s string
@@ -382,7 +383,7 @@ func simpleCall(tool string, args []byte, field string, required bool, example s
 		problems = append(problems, fmt.Sprintf("missing %q", field))
 	}
 	if len(problems) > 0 {
-		return Malformed{
+		return event.InvalidAction{
 			Reason: joinProblems(problems),
 			Guidance: "The " + tool + " tool takes one field, " + field + " (a string). Resend as:\n" +
 				orExample(render(ms), example),

@@ -114,7 +114,7 @@ func Run(ctx context.Context, opts Options) error {
 	} else if a, ok := ln.Addr().(*net.UnixAddr); ok {
 		socket = a.Name
 	}
-	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, DataDir: dataDir, Metrics: metrics, Logger: log, ProxyHosts: opts.ProxyHosts})
+	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, Outputs: st.Outputs(), DataDir: dataDir, Metrics: metrics, Logger: log, ProxyHosts: opts.ProxyHosts})
 	if err != nil {
 		closeLn()
 		return err

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -44,37 +43,19 @@ type Config struct {
 	// Shell, if set, is an already started terminal (from a warm pool),
 	// started with Sandbox's options; Terminal is then not used.
 	Shell *terminal.Terminal
-
-	// Pipeline starts a command while its cmd_run is still being
-	// committed, instead of after (batch durability: the observation is
-	// still recorded only after the action, with its seq as cause). A
-	// crash in between can leave a command that ran without its record,
-	// which strict durability (Pipeline false) rules out.
-	Pipeline bool
-}
-
-// Result is one command's round trip: the action as recorded, the
-// observation as recorded (its Cause is the action's seq), and the
-// trimmer's counts, some of which the event does not carry.
-type Result struct {
-	Action      event.Event
-	Observation event.Event
-	Output      event.CmdOutput // Observation's payload
-	Trim        trim.Result
 }
 
 // Session is one agent's shell, the place its full outputs go, and the log
 // its events go to.
 type Session struct {
-	id       string
-	term     *terminal.Terminal
-	sb       sandbox.Sandbox
-	events   Recorder
-	outputs  trim.OutputStore
-	trim     trim.Config
-	log      *slog.Logger
-	dir      string
-	pipeline bool
+	id      string
+	term    *terminal.Terminal
+	sb      sandbox.Sandbox
+	events  Recorder
+	outputs trim.OutputStore
+	trim    trim.Config
+	log     *slog.Logger
+	dir     string
 }
 
 // New starts a session's terminal and records sandbox_started.
@@ -96,7 +77,7 @@ func New(ctx context.Context, id string, cfg Config) (*Session, error) {
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir, pipeline: cfg.Pipeline}
+	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir}
 	started := event.SandboxStarted{Driver: "none", SandboxID: fmt.Sprint(term.PID()), Workdir: cfg.Terminal.Dir}
 	if cfg.Sandbox != nil {
 		started = event.SandboxStarted{Driver: cfg.Driver, SandboxID: cfg.Sandbox.ID(), Workdir: cfg.Sandbox.Workdir()}
@@ -158,25 +139,16 @@ func (s *Session) Record(ctx context.Context, src event.Source, cause uint64, p 
 	return evs[0], nil
 }
 
-// Run records c as a cmd_run action, committed before the command runs so
-// that no effect is ever without its record, runs it in the session's
-// shell, and records the cmd_output observation that answers it.
-func (s *Session) Run(ctx context.Context, src event.Source, c event.CmdRun) (Result, error) {
-	var action event.Event
-	var recorded chan error
-	if s.pipeline {
-		recorded = make(chan error, 1)
-		go func() {
-			var err error
-			action, err = s.Record(ctx, src, 0, c)
-			recorded <- err
-		}()
-	} else {
-		var err error
-		if action, err = s.Record(ctx, src, 0, c); err != nil {
-			return Result{}, err
-		}
-	}
+// Command runs c in the session's shell and returns the cmd_output that
+// answers it, with the trimmer's counts (some of which the event does not
+// carry). It records nothing: the pipeline commits c before calling it and
+// the observation after. The full output goes to the session's output
+// store as it is produced.
+//
+// An error means the terminal itself failed (ctx ended, the shell could
+// not be started); the output is still filled in as far as it got, with a
+// note, because the action is in the log and must be answered.
+func (s *Session) Command(ctx context.Context, c event.CmdRun) (event.CmdOutput, trim.Result, error) {
 	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs}
 	tr := trim.New(s.trim, spill)
 	res, runErr := s.term.Run(ctx, terminal.Request{
@@ -211,27 +183,11 @@ func (s *Session) Run(ctx context.Context, src event.Source, c event.CmdRun) (Re
 			OutputID:     id,
 		}
 	}
-	if recorded != nil {
-		if err := <-recorded; err != nil {
-			return Result{Output: out, Trim: tres}, errors.Join(err, runErr)
-		}
-	}
-	// Record the observation even if the terminal failed (ctx ended): the
-	// action is in the log and must be answered. A fresh context, because
-	// the caller's may be the one that ended.
-	rctx := ctx
 	if runErr != nil {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
 		out.Note = joinNote(out.Note, "the harness stopped waiting: "+runErr.Error())
+		return out, tres, fmt.Errorf("session %s: %w", s.id, runErr)
 	}
-	obs, err := s.Record(rctx, event.SourceRuntime, action.Seq, out)
-	r := Result{Action: action, Observation: obs, Output: out, Trim: tres}
-	if runErr != nil {
-		return r, fmt.Errorf("session %s: %w", s.id, runErr)
-	}
-	return r, err
+	return out, tres, nil
 }
 
 // Close ends the session's shell and everything it started (if Stop has

@@ -1,0 +1,119 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/pipeline"
+	"github.com/harnessd/harnessd/core/trim"
+)
+
+// Reply is a model's turn for the daemon to parse (pipeline.Reply).
+type Reply = pipeline.Reply
+
+// ReplyResult is what became of a Reply (pipeline.ReplyResult).
+type ReplyResult = pipeline.ReplyResult
+
+// Act takes one action through the pipeline in a session, in the
+// session's turn, and returns the event that answers it: a cmd_run's
+// cmd_output, a vetoed action's hook_veto; for an action nothing answers
+// (message, finish), the action itself as recorded. Actions in one session
+// run one at a time, in arrival order; sessions never wait for each other.
+func (d *Daemon) Act(ctx context.Context, id string, src event.Source, p event.Payload) (event.Event, error) {
+	res, err := d.do(ctx, id, func(ls *liveSession) (pipeline.Result, error) {
+		return d.pipe.Do(ctx, ls.sess, src, p)
+	})
+	if res.Observation != nil {
+		return *res.Observation, err
+	}
+	return res.Action, err
+}
+
+// Reply parses a model's reply (core/parse never fails) and takes what it
+// became through the pipeline: a command runs as Act runs it, a message or
+// finish is recorded, and a malformed reply is answered with an
+// invalid_action observation that says what was wrong and how to resend,
+// for the model to read next turn.
+func (d *Daemon) Reply(ctx context.Context, id string, r Reply) (ReplyResult, error) {
+	src, a, err := r.Parse()
+	if err != nil {
+		return ReplyResult{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if a.Kind() == event.KindInvalidAction {
+		d.metrics.invalidActions.Inc()
+	}
+	var out ReplyResult
+	_, err = d.do(ctx, id, func(ls *liveSession) (pipeline.Result, error) {
+		var err error
+		out, err = d.pipe.DoReply(ctx, ls.sess, src, a)
+		res := pipeline.Result{Observation: out.Observation}
+		if out.Action != nil {
+			res.Action = *out.Action
+		}
+		return res, err
+	})
+	return out, err
+}
+
+// do runs fn in the session's turn and maps what went wrong to the
+// daemon's errors.
+func (d *Daemon) do(ctx context.Context, id string, fn func(*liveSession) (pipeline.Result, error)) (pipeline.Result, error) {
+	ls, err := d.acquire(ctx, id)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	defer d.release(ls)
+	res, err := fn(ls)
+	switch {
+	case err == nil:
+	case errors.Is(err, pipeline.ErrInvalid), errors.Is(err, pipeline.ErrNoExecutor):
+		err = fmt.Errorf("%w: %w", ErrBadRequest, err)
+	case res.Observation != nil || res.Action.Seq != 0:
+		ls.mu.Lock()
+		ended := ls.ended
+		ls.mu.Unlock()
+		if ended {
+			err = fmt.Errorf("%w: session %s ended while its command ran: %w", ErrStopped, id, err)
+		}
+	}
+	return res, err
+}
+
+// actionDone counts an action the pipeline took.
+func (d *Daemon) actionDone(r pipeline.Result, err error) {
+	kind := string(r.Action.Kind())
+	if kind == "" {
+		kind = "none"
+	}
+	switch {
+	case r.Action.Seq == 0:
+		d.metrics.actions.WithLabelValues(kind, "refused").Inc()
+		return
+	case r.Observation != nil && r.Observation.Kind() == event.KindHookVeto:
+		d.metrics.actions.WithLabelValues(kind, "vetoed").Inc()
+		return
+	case err != nil:
+		d.metrics.actions.WithLabelValues(kind, "failed").Inc()
+	default:
+		d.metrics.actions.WithLabelValues(kind, "done").Inc()
+	}
+	if out, ok := r.Outcome.Observation.(event.CmdOutput); ok && r.Outcome.Trim != nil {
+		d.metrics.observeOutput(out, r.Outcome.Trim.BytesTotal, r.Outcome.Trim.BytesOmitted, r.Duration)
+	}
+}
+
+// ReadLines reads lines from..to of a stored output, 1-based and
+// inclusive; to <= 0 means to the end. The store may return fewer lines
+// than asked (a page); the result's To says where it stopped.
+func (d *Daemon) ReadLines(ctx context.Context, outputID string, from, to int) (trim.Lines, error) {
+	l, err := d.outputs.ReadLines(ctx, outputID, from, to)
+	switch {
+	case errors.Is(err, trim.ErrNotFound), errors.Is(err, trim.ErrInvalidID):
+		return l, fmt.Errorf("%w: output %s", ErrNotFound, outputID)
+	case errors.Is(err, trim.ErrRange):
+		return l, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return l, err
+}

@@ -1,0 +1,362 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/harnessd/harnessd/core/config"
+	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/session"
+	"github.com/harnessd/harnessd/core/session/record"
+)
+
+// liveSession is a session whose shell runs.
+type liveSession struct {
+	sess      *session.Session
+	workspace string
+	proxy     *egress       // nil unless network = "proxy"
+	turn      chan struct{} // one action at a time: hold the token to act
+	gone      chan struct{} // closed once sandbox_stopped is recorded
+	mu        sync.Mutex
+	ended     bool // Close has been called (under mu)
+}
+
+// Info is a session as the API shows it.
+type Info struct {
+	ID        string            `json:"id"`
+	State     string            `json:"state"`
+	Created   time.Time         `json:"created"`
+	Ended     time.Time         `json:"ended,omitzero"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	LastSeq   uint64            `json:"last_seq"`
+	Workspace string            `json:"workspace,omitempty"` // on the host; only while live
+	PID       int               `json:"pid,omitempty"`       // the shell's, only while live
+}
+
+// CreateRequest is what a new session is made from. Every field may be
+// left empty.
+type CreateRequest struct {
+	ID     string            `json:"id,omitempty"` // default a new random id
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Create starts a new session: its workspace, its shell, its first event
+// (sandbox_started).
+func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
+	id := req.ID
+	if id == "" {
+		var b [5]byte
+		_, _ = rand.Read(b[:])
+		id = "s" + hex.EncodeToString(b[:])
+	} else if !validID.MatchString(id) {
+		return Info{}, fmt.Errorf("%w: session id %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", ErrBadRequest, id)
+	}
+	d.mu.Lock()
+	switch {
+	case d.closing:
+		d.mu.Unlock()
+		return Info{}, ErrShuttingDown
+	case len(d.live)+d.creating >= d.cfg.Daemon.MaxSessions:
+		d.mu.Unlock()
+		return Info{}, fmt.Errorf("%w: %d live (daemon.max_sessions)", ErrTooMany, d.cfg.Daemon.MaxSessions)
+	}
+	d.creating++
+	d.inflight.Add(1) // Shutdown waits for a create in progress
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.creating--
+		d.mu.Unlock()
+		d.inflight.Done()
+	}()
+
+	var warm *placement
+	ws := filepath.Join(d.dataDir, "workspaces", id)
+	if d.pool != nil {
+		if p, ok := d.pool.take(); ok {
+			warm, ws = p, p.ws
+			defer d.pool.refill()
+		}
+	}
+	rec, err := d.st.CreateSession(ctx, record.Session{ID: id, State: StateLive, Labels: req.Labels, Workspace: ws})
+	if err != nil {
+		if warm != nil {
+			warm.close()
+		}
+		if errors.Is(err, record.ErrExists) {
+			return Info{}, fmt.Errorf("%w: session %s", ErrExists, id)
+		}
+		return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
+	}
+	ls, err := d.start(ctx, id, ws, warm)
+	if err != nil {
+		// The record stays: it says the session never started.
+		d.bus.Append(context.WithoutCancel(ctx), id, event.Event{Session: id, Source: event.SourceRuntime, Time: time.Now().UTC(),
+			Payload: event.SandboxStopped{Reason: "failed to start: " + err.Error()}})
+		d.setState(context.WithoutCancel(ctx), id, StateInterrupted)
+		return Info{}, fmt.Errorf("daemon: start session %s: %w", id, err)
+	}
+	d.metrics.sessionsCreated.Inc()
+	d.metrics.sessionsLive.Inc()
+	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		d.end(ctx, id, ls, StateInterrupted, "harnessd is shutting down")
+		return Info{}, ErrShuttingDown
+	}
+	d.live[id] = ls
+	d.mu.Unlock()
+	d.log.Info("session created", "session", id, "workspace", ls.workspace, "pid", ls.sess.PID())
+	rec.LastSeq = 1
+	return d.info(rec, ls), nil
+}
+
+// start starts a session's shell: in warm's sandbox if the pool had one,
+// else in a new sandbox (or on the host with driver none) with its
+// workspace at ws.
+func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement) (*liveSession, error) {
+	cfg := session.ConfigFrom(d.cfg, ws)
+	cfg.Events, cfg.Outputs, cfg.Logger = d.bus, d.outputs, d.log
+	cfg.Driver = d.driver.Name()
+	if d.cfg.Sandbox.Driver == config.DriverNone {
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			return nil, err
+		}
+	} else {
+		if warm == nil {
+			var err error
+			if warm, err = d.place(ctx, id, ws); err != nil {
+				return nil, err
+			}
+		}
+		cfg.Sandbox, cfg.Shell = warm.sb, warm.term
+	}
+	sess, err := session.New(ctx, id, cfg)
+	if err != nil {
+		if warm != nil {
+			warm.close()
+		}
+		return nil, err
+	}
+	ls := &liveSession{sess: sess, workspace: ws, turn: make(chan struct{}, 1), gone: make(chan struct{})}
+	if warm != nil && warm.proxy != nil {
+		ls.proxy = warm.proxy
+		ls.proxy.attach(sess, d.log)
+	}
+	return ls, nil
+}
+
+func (d *Daemon) info(s record.Session, ls *liveSession) Info {
+	in := Info{ID: s.ID, State: s.State, Created: s.Created, Ended: s.Ended, Labels: s.Labels, LastSeq: s.LastSeq}
+	if in.State == "" {
+		in.State = StateLive
+	}
+	if ls != nil {
+		in.Workspace = ls.workspace
+		in.PID = ls.sess.PID()
+	}
+	return in
+}
+
+// Get returns one session, live or ended.
+func (d *Daemon) Get(ctx context.Context, id string) (Info, error) {
+	s, err := d.st.Session(ctx, id)
+	if err != nil {
+		if errors.Is(err, record.ErrNotFound) {
+			return Info{}, fmt.Errorf("%w: session %s", ErrNotFound, id)
+		}
+		return Info{}, err
+	}
+	d.mu.Lock()
+	ls := d.live[id]
+	d.mu.Unlock()
+	return d.info(s, ls), nil
+}
+
+// List returns every session the store holds, oldest first.
+func (d *Daemon) List(ctx context.Context) ([]Info, error) {
+	all, err := d.st.Sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	live := maps.Clone(d.live)
+	d.mu.Unlock()
+	out := make([]Info, 0, len(all))
+	for _, s := range all {
+		out = append(out, d.info(s, live[s.ID]))
+	}
+	slices.SortStableFunc(out, func(a, b Info) int { return a.Created.Compare(b.Created) })
+	return out, nil
+}
+
+// Delete ends a session: its shell and everything it started are killed
+// (a running command with them), sandbox_stopped is recorded, and the
+// session becomes stopped, its history still readable. With purge, its
+// history, outputs and workspace are removed too.
+func (d *Daemon) Delete(ctx context.Context, id string, purge bool) error {
+	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return ErrShuttingDown
+	}
+	ls := d.live[id]
+	delete(d.live, id)
+	d.inflight.Add(1) // Shutdown waits for this end to be recorded
+	d.mu.Unlock()
+	defer d.inflight.Done()
+	rec, err := d.st.Session(ctx, id)
+	if err != nil && ls == nil {
+		if errors.Is(err, record.ErrNotFound) {
+			return fmt.Errorf("%w: session %s", ErrNotFound, id)
+		}
+		return err
+	}
+	if ls != nil {
+		d.end(ctx, id, ls, StateStopped, "deleted by a client")
+	}
+	if !purge {
+		return nil
+	}
+	ws := rec.Workspace
+	if err := d.st.DeleteSession(ctx, id); err != nil && !errors.Is(err, record.ErrNotFound) {
+		return fmt.Errorf("daemon: purge session %s: %w", id, err)
+	}
+	if ws != "" {
+		if err := os.RemoveAll(ws); err != nil {
+			return fmt.Errorf("daemon: purge session %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// end stops a live session once: its shell and sandbox are killed (a
+// running command with them), the action in flight, if any, records its
+// observation, the egress proxy records its last decisions, and then
+// sandbox_stopped is recorded and the final state set, so that
+// sandbox_stopped is always the session's last event.
+func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, reason string) {
+	ls.mu.Lock()
+	if ls.ended {
+		ls.mu.Unlock()
+		return
+	}
+	ls.ended = true
+	ls.mu.Unlock()
+	ctx = context.WithoutCancel(ctx) // the end is recorded whoever asked for it
+	if err := ls.sess.Stop(ctx); err != nil {
+		d.log.Warn("session stop", "session", id, "err", err)
+	}
+	select {
+	case ls.turn <- struct{}{}: // the action in flight has answered
+		<-ls.turn // waiters see ended and give up
+	case <-time.After(30 * time.Second):
+		d.log.Warn("session end: the action in flight did not finish", "session", id)
+	}
+	if ls.proxy != nil {
+		ls.proxy.close()
+	}
+	if err := ls.sess.Close(ctx, reason); err != nil {
+		d.log.Warn("session close", "session", id, "err", err)
+	}
+	if err := d.setState(ctx, id, state); err != nil {
+		d.log.Warn("session state", "session", id, "err", err)
+	}
+	close(ls.gone)
+	d.metrics.sessionsLive.Dec()
+	d.log.Info("session ended", "session", id, "state", state, "reason", reason)
+}
+
+// acquire waits for a session's turn.
+func (d *Daemon) acquire(ctx context.Context, id string) (*liveSession, error) {
+	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return nil, ErrShuttingDown
+	}
+	ls := d.live[id]
+	if ls != nil {
+		d.inflight.Add(1)
+	}
+	d.mu.Unlock()
+	if ls == nil {
+		if _, err := d.Get(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: session %s has ended; its events can still be read", ErrStopped, id)
+	}
+	select {
+	case ls.turn <- struct{}{}:
+	case <-ctx.Done():
+		d.inflight.Done()
+		return nil, ctx.Err()
+	}
+	ls.mu.Lock()
+	ended := ls.ended
+	ls.mu.Unlock()
+	if ended {
+		d.release(ls)
+		return nil, fmt.Errorf("%w: session %s has ended", ErrStopped, id)
+	}
+	return ls, nil
+}
+
+func (d *Daemon) release(ls *liveSession) {
+	<-ls.turn
+	d.inflight.Done()
+}
+
+// Events calls fn with a session's events after seq after, in order. With
+// follow it then waits for new ones, and returns nil after the session's
+// last event (sandbox_stopped), at once for a session that has ended, or
+// an error when ctx ends.
+func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow bool, fn func(event.Event) error) error {
+	if _, err := d.Get(ctx, id); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	ls := d.live[id]
+	d.mu.Unlock()
+	if !follow || ls == nil {
+		return d.bus.Read(ctx, id, after, fn)
+	}
+	sub, cancel := context.WithCancel(ctx)
+	defer cancel()
+	evs, errs := d.bus.Subscribe(sub, id, after)
+	last := after
+	for {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				return <-errs
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+			last = ev.Seq
+			if ev.Kind() == event.KindSandboxStopped {
+				return nil
+			}
+		case err := <-errs:
+			return err
+		case <-ls.gone:
+			// Ended (sandbox_stopped is recorded): the rest of the
+			// history, then done, whatever the subscription has yet
+			// to deliver.
+			cancel()
+			return d.bus.Read(ctx, id, last, fn)
+		}
+	}
+}

@@ -17,10 +17,10 @@
 //   - tmux: the same round trip through a tmux pane driven the way
 //     OpenHands' runtime drives it (send-keys, then capture-pane polling for
 //     a marker), polling every 500 ms and every 10 ms.
-//   - lines: 100,000 and 100,001 lines end to end through session.Run (PTY,
-//     clean, trim, spill to a trim.FileStore) against the same command into
+//   - lines: 100,000 and 100,001 lines end to end through session.Command
+//     (PTY, clean, trim, spill to the bbolt store's outputs) against the same command into
 //     /dev/null under `bash -c`, and onto a bare PTY read by a plain loop.
-//   - stream: 1 GiB through session.Run against the same producer into
+//   - stream: 1 GiB through session.Command against the same producer into
 //     `wc -c` and onto a bare PTY: throughput, and this process's peak RSS
 //     growth.
 //   - api: `true` through the daemon's API (client -> socket -> session ->

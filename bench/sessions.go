@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harnessd/harnessd/cmd/harnessd/cli"
 	"github.com/harnessd/harnessd/core/api"
-	"github.com/harnessd/harnessd/core/cli"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 )

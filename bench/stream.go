@@ -18,6 +18,7 @@ import (
 	"github.com/harnessd/harnessd/core/session"
 	"github.com/harnessd/harnessd/core/terminal"
 	"github.com/harnessd/harnessd/core/trim"
+	"github.com/harnessd/harnessd/store"
 )
 
 // javaReference is the reference Java harness's time for the 100,001-line
@@ -68,7 +69,7 @@ func (b *bench) lines(ctx context.Context, s *Section) error {
 	}
 	defer sess.Close(context.WithoutCancel(ctx), "benchmark done")
 	s.Notes = append(s.Notes,
-		"end to end: session.Command with the default trim.Config and a trim.FileStore in a temp dir.",
+		"end to end: session.Command with the default trim.Config, spilling to the outputs of a bbolt store (strict durability) in a temp dir, as the daemon does.",
 		"baselines: `bash -c '{ CMD; } >/dev/null'` (the commands' own cost), and `bash -c CMD` onto a bare PTY read into a discarded buffer (the PTY floor).",
 		fmt.Sprintf("each figure is the median of %s, interleaved with the baselines', after 1 untimed run of each; RSS growth is this process's peak during that first run.", plural(reps, "run")),
 		"100,001-line log: "+logCommand,
@@ -95,7 +96,7 @@ func (b *bench) lines(ctx context.Context, s *Section) error {
 // RSS growth taken (the first run pays for any warm-up, so it is the
 // conservative figure); the timed runs follow, each beside one run of each
 // baseline, interleaved so a change in the machine's load hits all three.
-func measureLines(ctx context.Context, store *trim.FileStore, sess *session.Session, c lineCase, reps int) ([]Row, string, error) {
+func measureLines(ctx context.Context, store trim.OutputStore, sess *session.Session, c lineCase, reps int) ([]Row, string, error) {
 	var first ran
 	growth, note, err := peakGrowth(func() error {
 		var err error
@@ -169,7 +170,7 @@ func measureLines(ctx context.Context, store *trim.FileStore, sess *session.Sess
 // checkLines verifies, once and untimed, that what was timed is the whole
 // pipeline: every line reached the trimmer, the keyword line was kept, and
 // the full output can be paged back from the store up to its last line.
-func checkLines(ctx context.Context, store *trim.FileStore, r trim.Result, lines, kwords int) error {
+func checkLines(ctx context.Context, store trim.OutputStore, r trim.Result, lines, kwords int) error {
 	if r.LinesTotal != lines || r.KeptKeyword != kwords {
 		return fmt.Errorf("trimmer saw %d lines with %d keyword lines kept, want %d and %d", r.LinesTotal, r.KeptKeyword, lines, kwords)
 	}
@@ -198,7 +199,7 @@ func (b *bench) stream(ctx context.Context, s *Section) error {
 	s.Title = fmt.Sprintf("a %s stream through session.Run", formatBytes(float64(size)))
 	s.Notes = append(s.Notes,
 		"command: "+producer,
-		"end to end: session.Command with the default trim.Config, spilling the whole stream to a trim.FileStore in a temp dir.",
+		"end to end: session.Command with the default trim.Config, spilling the whole stream to the outputs of a bbolt store (strict durability) in a temp dir, as the daemon does.",
 		"baselines: `bash -c 'CMD | wc -c'` (the producer's own speed), and `bash -c CMD` onto a bare PTY read into a discarded buffer (the PTY floor).",
 		"RSS growth: VmHWM after the run minus VmRSS before it, with the peak reset through /proc/self/clear_refs; this process only.",
 	)
@@ -272,24 +273,29 @@ func (b *bench) stream(ctx context.Context, s *Section) error {
 	return nil
 }
 
-// newSession starts a session whose full outputs go to a FileStore in a
-// directory of its own under the scratch directory. It records no events
+// newSession starts a session whose full outputs go to a bbolt store of
+// its own under the scratch directory, closed when ctx ends. It records no events
 // (Config.Events nil): what is timed is the shell and the output path. The
 // soft timeout is long so a loaded machine cannot split one command into
 // two Runs.
-func (b *bench) newSession(ctx context.Context, name string) (*trim.FileStore, *session.Session, error) {
-	store, err := trim.NewFileStore(filepath.Join(b.tmp, "outputs-"+name))
+func (b *bench) newSession(ctx context.Context, name string) (trim.OutputStore, *session.Session, error) {
+	st, err := store.Open(filepath.Join(b.tmp, "outputs-"+name+".db"), nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("output store: %w", err)
 	}
-	sess, err := session.New(ctx, "bench-"+name, session.Config{
+	context.AfterFunc(ctx, func() { st.Close() })
+	id := "bench-" + name
+	if _, err := st.CreateSession(ctx, store.Session{ID: id}); err != nil {
+		return nil, nil, fmt.Errorf("output store: %w", err)
+	}
+	sess, err := session.New(ctx, id, session.Config{
 		Terminal: terminal.Options{Dir: b.tmp, SoftTimeout: 2 * time.Minute},
-		Outputs:  store,
+		Outputs:  st.Outputs(),
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return store, sess, nil
+	return st.Outputs(), sess, nil
 }
 
 // ran is one command's observation and the trimmer's counts.

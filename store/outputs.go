@@ -22,8 +22,8 @@ import (
 // count in front, so ReadLines finds the chunk a line starts in from the
 // counts alone and reads only the chunks the range covers.
 
-// Limits of one output read, the same as trim.FileStore's so that swapping
-// the file store for this one changes nothing a model sees.
+// Limits of one output read: a page small enough for a model's context and
+// for one HTTP reply.
 const (
 	ChunkSize    = 64 << 10 // bytes per stored chunk
 	MaxReadLines = 2000     // lines one ReadLines returns at most

@@ -3,7 +3,7 @@
 // every action and observation recorded in a bbolt event store. The same
 // binary is the daemon (`harnessd serve`) and its command-line client.
 //
-// Run `harnessd help` for the commands; core/cli implements them.
+// Run `harnessd help` for the commands; cmd/harnessd/cli implements them.
 package main
 
 import (
@@ -14,9 +14,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/harnessd/harnessd/cmd/harnessd/cli"
+	"github.com/harnessd/harnessd/cmd/harnessd/demo"
 	"github.com/harnessd/harnessd/core/api"
-	"github.com/harnessd/harnessd/core/cli"
-	"github.com/harnessd/harnessd/core/demo"
 	"github.com/harnessd/harnessd/core/sandbox"
 )
 

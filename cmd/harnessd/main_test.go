@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/core/cli"
+	"github.com/harnessd/harnessd/cmd/harnessd/cli"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/systemd/sdtest"
@@ -405,5 +405,40 @@ func TestUnitCapabilities(t *testing.T) {
 	out := h.must("exec", "caps", "--", "grep -E '^Cap(Eff|Bnd)' /proc/self/status; pwd")
 	if !strings.Contains(out, "CapEff:\t0000000000000000") || !strings.HasSuffix(out, "/workspace\n") {
 		t.Fatalf("inside the sandbox: %q", out)
+	}
+}
+
+// TestStoreCompact: `harnessd store compact` refuses a store the daemon
+// holds, and after a purge gives back the space the deleted session took.
+func TestStoreCompact(t *testing.T) {
+	h := newHarness(t)
+	srv := h.serve()
+	h.must("session", "new", "--id", "big")
+	h.must("exec", "big", "--", "head -c 20000000 /dev/zero | base64 -w 100 | head -c 20000000")
+	h.must("session", "rm", "big", "--purge")
+	out, errOut, code := h.run("store", "compact", "--config", h.config, "--data", h.dir)
+	if code != 1 || !strings.Contains(errOut, "stop harnessd first") {
+		t.Fatalf("compact while served: exit %d\n%s%s", code, out, errOut)
+	}
+	srv.Process.Signal(syscall.SIGTERM)
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	db := filepath.Join(h.dir, "harnessd.db")
+	before, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = h.must("store", "compact", "--config", h.config, "--data", h.dir)
+	after, err := os.Stat(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Size() > before.Size()/4 || !strings.Contains(out, "->") {
+		t.Fatalf("compact: %d -> %d bytes (%q): the purged output's space was not given back", before.Size(), after.Size(), out)
+	}
+	h.serve() // the compacted store opens
+	if got := h.must("session", "ls"); strings.Contains(got, "big") {
+		t.Fatalf("purged session listed after compact:\n%s", got)
 	}
 }

@@ -13,11 +13,11 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/harnessd/harnessd/cmd/harnessd/serve"
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
-	"github.com/harnessd/harnessd/core/serve"
 	"github.com/harnessd/harnessd/core/terminal"
 )
 

@@ -1,10 +1,8 @@
 package trim
 
 import (
-	"context"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -57,11 +55,6 @@ func writeChunks(w io.Writer, data []byte, chunk int) {
 		w.Write(data[:n])
 		data = data[n:]
 	}
-}
-
-func removeOutput(st *FileStore, id string) {
-	os.Remove(st.path(id, ".out"))
-	os.Remove(st.path(id, ".idx"))
 }
 
 // BenchmarkTrimmer measures the trimmer alone on plain 10-80 byte lines, in
@@ -123,50 +116,6 @@ func BenchmarkTrimmerKeywordDense(b *testing.B) {
 	reportCPU(b, start, int64(len(data)))
 }
 
-// BenchmarkTrimmerSpill is the daemon's path: trimmer spilling into a
-// FileStore output.
-func BenchmarkTrimmerSpill(b *testing.B) {
-	data := plainLines(8 << 20)
-	st, err := NewFileStore(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(data)))
-	start := cpuTime()
-	for b.Loop() {
-		w, err := st.Create(context.Background(), "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		tr := New(DefaultConfig(), w)
-		writeChunks(tr, data, 32<<10)
-		tr.Result(w.ID())
-		if err := w.Close(); err != nil {
-			b.Fatal(err)
-		}
-		removeOutput(st, w.ID()) // keep the disk from filling over b.N runs
-	}
-	reportCPU(b, start, int64(len(data)))
-}
-
-// BenchmarkReadLines reads 11 lines from deep inside the 100,001-line output.
-func BenchmarkReadLines(b *testing.B) {
-	st, err := NewFileStore(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, _ := st.Create(context.Background(), "bench")
-	w.Write(output100k())
-	w.Close()
-	start := cpuTime()
-	for b.Loop() {
-		if _, err := st.ReadLines(context.Background(), w.ID(), 99000, 99010); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
-}
-
 // BenchmarkStream1GiB streams 1 GiB of lines (a 1 MiB block, repeated) in
 // 32 KiB writes through the trimmer and reports the heap growth.
 func BenchmarkStream1GiB(b *testing.B) {
@@ -186,28 +135,4 @@ func BenchmarkStream1GiB(b *testing.B) {
 		b.SetBytes(n)
 		b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/(1<<20), "heap-MiB")
 	}
-}
-
-// BenchmarkFileStoreWrite is the spill alone: buffered writes of 4 KiB
-// chunks and the sparse index, to a file.
-func BenchmarkFileStoreWrite(b *testing.B) {
-	data := plainLines(8 << 20)
-	st, err := NewFileStore(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(data)))
-	start := cpuTime()
-	for b.Loop() {
-		w, err := st.Create(context.Background(), "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		writeChunks(w, data, 4<<10)
-		if err := w.Close(); err != nil {
-			b.Fatal(err)
-		}
-		removeOutput(st, w.ID()) // keep the disk from filling over b.N runs
-	}
-	reportCPU(b, start, int64(len(data)))
 }

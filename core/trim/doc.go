@@ -1,9 +1,9 @@
 // Package trim turns a command's output stream into the view a model is
 // shown: the first lines, the last lines, and the lines in between that
 // mention an error, with one placeholder saying exactly what was left out
-// and where the full output can be read. It also provides FileStore, a
-// file-backed OutputStore that keeps full outputs and pages them back by
-// line number.
+// and where the full output can be read. It declares OutputStore, where
+// full outputs are kept and paged back by line number (the bbolt store in
+// the daemon), and PageReader, which cuts those pages.
 //
 // # Basics
 //
@@ -52,8 +52,4 @@
 //   - A Trimmer is for one goroutine. A failing spill does not fail Write:
 //     the trimmed view is still right, and Result then says the full output
 //     was not kept (and returns an empty OutputID).
-//   - FileStore does not fsync. After a crash an output keeps what reached
-//     the disk and reads back by counting the lines after its last index
-//     entry. One line longer than MaxReadBytes is returned cut, with a
-//     marker.
 package trim

@@ -6,8 +6,7 @@ import (
 )
 
 // OutputStore is where full outputs go, so that what the trimmer leaves out
-// can be paged back. FileStore implements it with plain files; the bbolt
-// store implements the same interface.
+// can be paged back. The bbolt store (store.Outputs) implements it.
 type OutputStore interface {
 	// Create starts a new output for session. Write the stream to the
 	// returned OutputWriter (typically as a Trimmer's spill) and Close it.
@@ -15,8 +14,7 @@ type OutputStore interface {
 
 	// ReadLines returns lines from..to of output id, 1-based and inclusive;
 	// to <= 0 means to the end. A store may return fewer lines than asked
-	// for (FileStore: at most MaxReadLines lines and MaxReadBytes bytes);
-	// Lines.To says where it stopped.
+	// for (a page of bounded size); Lines.To says where it stopped.
 	ReadLines(ctx context.Context, id string, from, to int) (Lines, error)
 }
 

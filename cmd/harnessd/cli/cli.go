@@ -17,11 +17,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/harnessd/harnessd/cmd/harnessd/serve"
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
-	"github.com/harnessd/harnessd/core/serve"
+	"github.com/harnessd/harnessd/store"
 )
 
 // Usage is the top-level help.
@@ -30,6 +31,9 @@ const Usage = `usage: harnessd <command> [flags]
 daemon:
   serve [--config FILE] [--socket PATH] [--data DIR]   run the daemon
   demo [--config FILE]          start a daemon on a temporary socket, run a scripted task through its API, print every event
+  store compact [--config FILE] [--data DIR]
+                                rewrite the store file without the space deleted sessions left (bbolt never
+                                shrinks its file); run it while the daemon is stopped
 
 client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --json for scripts):
   session new [--id ID] [--label K=V]...   create a session; prints its id
@@ -74,6 +78,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 			return 2
 		}
 		return env.Demo(ctx, args[1:])
+	case "store":
+		return c.store(args[1:])
 	case "session":
 		return c.session(args[1:])
 	case "exec":
@@ -205,6 +211,52 @@ func (c *cmd) serve(args []string) int {
 		log.Error("harnessd serve failed", "err", err)
 		return 1
 	}
+	return 0
+}
+
+// store runs the store's offline commands.
+func (c *cmd) store(args []string) int {
+	if len(args) == 0 || args[0] != "compact" {
+		return c.usage("store: want `store compact`")
+	}
+	c.name = "store compact"
+	fs := flag.NewFlagSet("harnessd store compact", flag.ContinueOnError)
+	fs.SetOutput(c.env.Stderr)
+	path := fs.String("config", "", "harness.toml to load (default: built-in defaults)")
+	data := fs.String("data", "", "data directory (overrides daemon.data_dir and $HARNESSD_DATA)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return c.usage("unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := LoadConfig(*path, c.env.Getenv)
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	if *data != "" {
+		cfg.Daemon.DataDir = *data
+	}
+	file := cfg.StorePath(c.env.Getenv)
+	before, err := os.Stat(file)
+	if err != nil {
+		fmt.Fprintf(c.env.Stderr, "harnessd store compact: %v\n", err)
+		return 1
+	}
+	if err := store.CompactFile(c.ctx, file, nil); err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			fmt.Fprintf(c.env.Stderr, "harnessd store compact: %v: stop harnessd first (systemctl stop harnessd)\n", err)
+		} else {
+			fmt.Fprintf(c.env.Stderr, "harnessd store compact: %v\n", err)
+		}
+		return 1
+	}
+	after, err := os.Stat(file)
+	if err != nil {
+		fmt.Fprintf(c.env.Stderr, "harnessd store compact: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(c.env.Stdout, "%s: %d -> %d bytes\n", file, before.Size(), after.Size())
 	return 0
 }
 

@@ -32,6 +32,9 @@
 //     as the summary; without a closing tag the summary runs to the end.
 //     Shell blocks inside the tag are part of the summary, not commands.
 //   - No fence and no tag: a Message.
+//   - Bare fences after the one labelled shell block are the output the
+//     model expects to see ("```bash\nls\n```\nOutput:\n```\nfile1\n```"),
+//     not more commands.
 //
 // What is InvalidAction: a fence that is never closed (truncated replies land
 // here), more than one command block (one action per turn), an empty block,
@@ -56,8 +59,10 @@
 // Decoding is strict: exact field names, exact JSON types, no duplicate
 // fields, one object with nothing after it. Each failure is an InvalidAction whose
 // guidance shows the corrected JSON when it can be worked out: Python
-// literals ({'command': 'ls', 'is_input': False}), arguments encoded twice as
-// a string, raw newlines inside strings, trailing commas, "true" for true,
+// literals ({'command': 'ls', 'is_input': False}, triple-quoted and r''
+// strings, dict(command='ls')), arguments encoded twice as a string (one
+// level of string is accepted: it is how OpenAI's function.arguments carries
+// the JSON text), raw newlines inside strings, trailing commas, "true" for true,
 // misspelt fields, a command written as an argv list, or the whole arguments
 // object stuffed into the command field. The corrected form is only ever
 // shown, never run: a guess must not execute.

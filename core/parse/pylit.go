@@ -15,6 +15,9 @@ import (
 // as the correct form and is never decoded into an action, because a guess
 // at what the model meant must not run.
 func pyToJSON(s string) (out string, py, ok bool) {
+	if d, isDict := dictCall(s); isDict {
+		s, py = d, true
+	}
 	var sb strings.Builder
 	// A comma is held back until the next token: dropped before a closing
 	// bracket, written before anything else. (Rewriting the buffer instead
@@ -63,12 +66,12 @@ func pyToJSON(s string) (out string, py, ok bool) {
 			}
 			sb.WriteByte(c)
 			i++
-		case c == '\'' || c == '"':
+		case c == '\'' || c == '"' || (strings.IndexByte("rRuU", c) >= 0 && i+1 < len(s) && (s[i+1] == '\'' || s[i+1] == '"')):
 			str, n, good := pyString(s[i:])
 			if !good {
 				return "", py, false
 			}
-			if c == '\'' {
+			if c != '"' || strings.HasPrefix(s[i:], `"""`) {
 				py = true
 			}
 			sb.WriteString(jsonString(str))
@@ -110,23 +113,41 @@ func pyToJSON(s string) (out string, py, ok bool) {
 	return out, py, json.Valid([]byte(out))
 }
 
-// pyString reads one Python string literal (single or double quoted, not
-// triple quoted or prefixed) at the start of s and returns its value and
-// length.
+// pyString reads one Python string literal at the start of s (single,
+// double or triple quoted, with an optional r or u prefix) and returns its
+// value and length.
 func pyString(s string) (string, int, bool) {
-	q := s[0]
+	start, raw := 0, false
+	switch s[0] {
+	case 'r', 'R':
+		start, raw = 1, true
+	case 'u', 'U':
+		start = 1
+	}
+	q := s[start]
+	quote := s[start : start+1]
+	if strings.HasPrefix(s[start:], strings.Repeat(quote, 3)) {
+		quote = strings.Repeat(quote, 3)
+	}
 	var sb strings.Builder
-	for i := 1; i < len(s); {
+	for i := start + len(quote); i < len(s); {
 		c := s[i]
 		switch {
-		case c == q:
-			return sb.String(), i + 1, true
-		case c == '\n':
+		case strings.HasPrefix(s[i:], quote):
+			return sb.String(), i + len(quote), true
+		case c == '\n' && len(quote) == 1:
 			return "", 0, false
+		case c == '\\' && raw && i+1 < len(s):
+			// A raw string keeps its backslashes; one still escapes the quote.
+			sb.WriteByte(c)
+			sb.WriteByte(s[i+1])
+			i += 2
 		case c == '\\' && i+1 < len(s):
 			e := s[i+1]
 			i += 2
 			switch e {
+			case q:
+				sb.WriteByte(e)
 			case 'n':
 				sb.WriteByte('\n')
 			case 't':
@@ -149,4 +170,62 @@ func pyString(s string) (string, int, bool) {
 		}
 	}
 	return "", 0, false
+}
+
+// dictCall rewrites a top-level dict(name=value, ...) call as the dict
+// literal {"name": value, ...}; ok is false for anything else.
+func dictCall(s string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "dict(") || !strings.HasSuffix(t, ")") {
+		return "", false
+	}
+	body := t[len("dict(") : len(t)-1]
+	var sb strings.Builder
+	sb.WriteByte('{')
+	depth, key := 0, true
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch {
+		case c == '\'' || c == '"':
+			_, n, ok := pyString(body[i:])
+			if !ok {
+				return "", false
+			}
+			sb.WriteString(body[i : i+n])
+			i += n
+			continue
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			key = true
+			sb.WriteByte(c)
+			i++
+			continue
+		case key && depth == 0 && (c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'):
+			j := i
+			for j < len(body) && (body[j] == '_' || body[j] >= 'a' && body[j] <= 'z' || body[j] >= 'A' && body[j] <= 'Z' || body[j] >= '0' && body[j] <= '9') {
+				j++
+			}
+			k := j
+			for k < len(body) && body[k] == ' ' {
+				k++
+			}
+			if k >= len(body) || body[k] != '=' {
+				return "", false
+			}
+			sb.WriteString(jsonString(body[i:j]))
+			sb.WriteByte(':')
+			i, key = k+1, false
+			continue
+		}
+		if c != ' ' && c != '\t' && c != '\n' {
+			key = false
+		}
+		sb.WriteByte(c)
+		i++
+	}
+	sb.WriteByte('}')
+	return sb.String(), true
 }

@@ -46,6 +46,7 @@ func Text(reply string) (a event.Payload) {
 		}
 		cmds = append(cmds, b)
 	}
+	cmds = dropShownOutput(cmds)
 
 	switch {
 	case len(cmds) > 1:
@@ -329,6 +330,24 @@ func indexFold(s string, from int, sub string) int {
 		}
 	}
 	return -1
+}
+
+// dropShownOutput drops the unlabelled blocks that follow a reply's one
+// labelled shell block: models often show the output they expect under a
+// bare fence ("```bash\nls\n```\nOutput:\n```\nfile1\n```"), which is
+// not a second command. With more than one labelled block, or a bare
+// block before the labelled one, nothing is dropped and the reply stays
+// ambiguous (tooMany).
+func dropShownOutput(cmds []block) []block {
+	if len(cmds) < 2 || cmds[0].label.name == "" {
+		return cmds
+	}
+	for _, b := range cmds[1:] {
+		if b.label.name != "" || strings.TrimSpace(b.content) == "" {
+			return cmds
+		}
+	}
+	return cmds[:1]
 }
 
 // recoverAction turns a panic into a InvalidAction, the last line of defence

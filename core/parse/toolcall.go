@@ -38,6 +38,7 @@ const (
 // one turn. See the package documentation for each tool's fields.
 func ToolCall(name string, arguments []byte) (a event.Payload) {
 	defer recoverAction(&a)
+	arguments = unwrapArguments(arguments)
 	n := strings.ToLower(strings.TrimSpace(name))
 	// Some servers leak the namespace of the function ("functions.bash").
 	n = strings.TrimPrefix(n, "functions.")
@@ -61,6 +62,26 @@ func ToolCall(name string, arguments []byte) (a event.Payload) {
 		Guidance: "There is no tool by that name. The tools are: " + strings.Join(append(append([]string{}, bashTools...), otherTools...), ", ") +
 			". To run a shell command, call bash with " + bashExample + "; to end the task, call finish with " + finishExample + ".",
 	}
+}
+
+// unwrapArguments accepts arguments in the form OpenAI's chat completions
+// carry them: function.arguments is a string holding the JSON text, and a
+// client that passes it through as-is sends a JSON string. One such level
+// is unwrapped; a string inside that string is the model encoding its
+// arguments twice, which object refuses with guidance.
+func unwrapArguments(args []byte) []byte {
+	t := bytes.TrimSpace(args)
+	if len(t) == 0 || t[0] != '"' {
+		return args
+	}
+	var inner string
+	if err := json.Unmarshal(t, &inner); err != nil {
+		return args
+	}
+	if in := strings.TrimSpace(inner); in == "" || in[0] == '{' || in[0] == '"' {
+		return []byte(inner)
+	}
+	return args
 }
 
 func contains(list []string, s string) bool {

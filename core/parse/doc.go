@@ -59,7 +59,7 @@
 // Decoding is strict: exact field names, exact JSON types, no duplicate
 // fields, one object with nothing after it. Each failure is an InvalidAction whose
 // guidance shows the corrected JSON when it can be worked out: Python
-// literals ({'command': 'ls', 'is_input': False}, triple-quoted and r''
+// literals ({'command': 'ls', 'is_input': False}, triple-quoted and raw
 // strings, dict(command='ls')), arguments encoded twice as a string (one
 // level of string is accepted: it is how OpenAI's function.arguments carries
 // the JSON text), raw newlines inside strings, trailing commas, "true" for true,

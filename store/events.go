@@ -244,7 +244,7 @@ func (s *Store) readChunk(ctx context.Context, session string, next uint64, c *r
 	if st == nil {
 		return false, fmt.Errorf("read session %s: %w", session, ErrSessionNotFound)
 	}
-	if next > last {
+	if next == 0 || next > last { // next 0: after was the largest seq there is
 		return true, nil
 	}
 	c.buf, c.ends = c.buf[:0], c.ends[:0]

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -221,6 +222,14 @@ func TestBadInput(t *testing.T) {
 		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"ls","source":"runtime"}`, 400, "bad_request"},
 		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"` + strings.Repeat("x", 5000) + `"}`, 413, "body_too_large"},
 		{"POST", "/v1/sessions/nope/actions", `{"kind":"cmd_run","command":"ls"}`, 404, "not_found"},
+		// What is recorded must be what runs: refused, not cleaned or clamped.
+		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"echo a\u0000b"}`, 400, "bad_request"},
+		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"ls","timeout_s":-5}`, 400, "bad_request"},
+		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"ls","timeout_s":1e308}`, 400, "bad_request"},
+		// No executor: refused, never answered as if it had been done.
+		{"POST", "/v1/sessions/s/actions", `{"kind":"delegate","agent":"x","task":"y"}`, 400, "bad_request"},
+		{"GET", "/v1/sessions/../../etc/passwd", ``, 404, "not_found"},
+		{"GET", "/v1/sessions//s", ``, 404, "not_found"},
 		{"POST", "/v1/sessions", `{"id":"x","color":"red"}`, 400, "unknown_field"},
 		{"POST", "/v1/sessions", `{"id":"bad id!"}`, 400, "bad_request"},
 		{"POST", "/v1/sessions", `{"id":"s"}`, 409, "exists"},
@@ -250,6 +259,9 @@ func TestBadInput(t *testing.T) {
 		if status != c.status || eb.Error.Code != c.code || eb.Error.Message == "" {
 			t.Errorf("%s %s %.40q: got %d %s %q, want %d %s", c.method, c.path, c.body, status, eb.Error.Code, eb.Error.Message, c.status, c.code)
 		}
+	}
+	if status, body := raw(t, td.socket, "GET", "/v1/sessions/s/events?after=18446744073709551615", ""); status != 200 || body != "" {
+		t.Errorf("events after the largest seq: %d %q, want 200 and nothing", status, body)
 	}
 	after, _ := td.cl.Session(ctx, "s")
 	if after.LastSeq != before.LastSeq {
@@ -642,5 +654,80 @@ func TestRepliesAndMetrics(t *testing.T) {
 	}
 	if status, body := raw(t, td.socket, "GET", "/healthz", ""); status != 200 || !strings.Contains(body, `"ok"`) {
 		t.Errorf("healthz %d %s", status, body)
+	}
+}
+
+// TestSlowClients: a body that trickles in is cut off at the body
+// timeout (408), past it the connection is closed; one uid cannot hold
+// more than its share of connections; followers are unaffected.
+func TestSlowClients(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Daemon.BodyTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	cfg.Daemon.MaxConnsPerPeer = 4
+	td := startDaemon(t, cfg)
+	ctx := context.Background()
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	td.cl.Close() // its idle connection would count against the cap
+	sock := td.socket
+
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/sessions/s/actions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"kind\":")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickling body: %v", err)
+	}
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("trickling body: %d, want 408", resp.StatusCode)
+	}
+	c.Close()
+	time.Sleep(200 * time.Millisecond) // the server sees both closes
+
+	// Four connections are the cap; a fifth is closed at once, and once one
+	// of the four goes, a new one is served.
+	var held []net.Conn
+	for range 4 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "GET /v1/sessions/s/events?follow=true HTTP/1.1\r\nHost: x\r\n\r\n")
+		held = append(held, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	extra, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(extra, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := http.ReadResponse(bufio.NewReader(extra), nil); err == nil {
+		t.Fatal("a connection over the per-peer cap was served")
+	}
+	extra.Close()
+	for _, c := range held {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("follower under the cap: %v", err)
+		}
+	}
+	held[0].Close()
+	time.Sleep(100 * time.Millisecond)
+	hc := &http.Client{Transport: &http.Transport{DialContext: dialer(sock)}}
+	defer hc.CloseIdleConnections()
+	r, err := hc.Get("http://x/healthz")
+	if err != nil {
+		t.Fatalf("after one closed, a new connection: %v", err)
+	}
+	r.Body.Close()
+	for _, c := range held[1:] {
+		c.Close()
 	}
 }

@@ -26,13 +26,22 @@ type peerKey struct{}
 // withPeer is the http.Server's ConnContext: it reads the peer's
 // credentials once per connection.
 func withPeer(ctx context.Context, c net.Conn) context.Context {
-	uc, ok := c.(*net.UnixConn)
+	p, ok := peerOf(c)
 	if !ok {
 		return ctx
 	}
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// peerOf reads a unix-socket connection's peer credentials.
+func peerOf(c net.Conn) (Peer, bool) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return Peer{}, false
+	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return ctx
+		return Peer{}, false
 	}
 	var cred *unix.Ucred
 	var credErr error
@@ -41,9 +50,9 @@ func withPeer(ctx context.Context, c net.Conn) context.Context {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 		groups = peerGroups(int(fd))
 	}); err != nil || credErr != nil {
-		return ctx
+		return Peer{}, false
 	}
-	return context.WithValue(ctx, peerKey{}, Peer{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid), Groups: groups})
+	return Peer{UID: int(cred.Uid), GID: int(cred.Gid), PID: int(cred.Pid), Groups: groups}, true
 }
 
 // peerGroups reads SO_PEERGROUPS: the groups the kernel recorded when the

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,8 +30,16 @@ type Options struct {
 	MaxBody int64
 	// Allow decides whether a peer may use the API. nil allows root and
 	// the daemon's own uid only.
-	Allow  func(Peer) bool
-	Logger *slog.Logger
+	Allow func(Peer) bool
+	// BodyTimeout bounds how long a request body may take to arrive; a
+	// client that trickles it is answered 408 and its connection closed.
+	// Default 30 seconds.
+	BodyTimeout time.Duration
+	// MaxConnsPerPeer caps the connections one uid may hold open at once
+	// (followers included); past it a new connection is closed at once.
+	// Default 512.
+	MaxConnsPerPeer int
+	Logger          *slog.Logger
 }
 
 // Server serves the API of one Daemon.
@@ -44,6 +53,10 @@ type Server struct {
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when the first http.Server.Shutdown returns
+
+	connMu sync.Mutex
+	conns  map[int]int      // open connections by peer uid
+	connOf map[net.Conn]int // each counted connection's uid
 }
 
 // NewServer returns a Server for d. Serve it with Serve; end it with
@@ -52,13 +65,20 @@ func NewServer(d *daemon.Daemon, opts Options) *Server {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = 1 << 20
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
+	if opts.MaxConnsPerPeer <= 0 {
+		opts.MaxConnsPerPeer = 512
+	}
 	if opts.Allow == nil {
 		opts.Allow = AllowUsers(nil, nil)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{d: d, opts: opts, mux: http.NewServeMux(), stopped: make(chan struct{})}
+	s := &Server{d: d, opts: opts, mux: http.NewServeMux(), stopped: make(chan struct{}),
+		conns: map[int]int{}, connOf: map[net.Conn]int{}}
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.routes()
 	s.http = &http.Server{
@@ -69,6 +89,7 @@ func NewServer(d *daemon.Daemon, opts Options) *Server {
 		IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return s.base },
 		ConnContext: withPeer,
+		ConnState:   s.connState,
 		ErrorLog:    slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 	}
 	return s
@@ -124,8 +145,47 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusForbidden, "forbidden", who+" may not use this harnessd; add it to daemon.allow_uids or daemon.allow_gids in harness.toml")
 		return
 	}
+	if r.URL.Path != path.Clean(r.URL.Path) || strings.Contains(r.URL.Path, "//") {
+		// The mux would answer with a redirect to the cleaned path, which
+		// is no place for an API client to be sent.
+		s.fail(w, r, http.StatusNotFound, "not_found", "no such endpoint: "+r.URL.Path+" (paths are not cleaned or redirected)")
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
 	s.mux.ServeHTTP(w, r)
+}
+
+// connState counts each peer's open connections and closes one past
+// MaxConnsPerPeer at once, so that one local user cannot hold every file
+// descriptor of the daemon (slow clients, leaked followers).
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		uid := -1
+		if p, ok := peerOf(c); ok {
+			uid = p.UID
+		}
+		s.connMu.Lock()
+		over := s.conns[uid] >= s.opts.MaxConnsPerPeer
+		if !over {
+			s.conns[uid]++
+			s.connOf[c] = uid
+		}
+		s.connMu.Unlock()
+		if over {
+			s.opts.Logger.Warn("api: connection refused: too many open for this peer", "uid", uid, "max", s.opts.MaxConnsPerPeer)
+			c.Close()
+		}
+	case http.StateClosed, http.StateHijacked:
+		s.connMu.Lock()
+		if uid, ok := s.connOf[c]; ok {
+			delete(s.connOf, c)
+			if s.conns[uid]--; s.conns[uid] <= 0 {
+				delete(s.conns, uid)
+			}
+		}
+		s.connMu.Unlock()
+	}
 }
 
 // route registers a path with its methods; any other method is 405.
@@ -396,10 +456,22 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // Version is reported by /healthz; cmd/harnessd sets it.
 var Version = "dev"
 
-// readBody reads the whole body within MaxBody.
+// readBody reads the whole body within MaxBody and BodyTimeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)); err != nil {
+		s.opts.Logger.Warn("api: no body deadline", "err", err)
+	}
 	body, err := io.ReadAll(r.Body)
+	// No deadline past the body: the server's background read, which
+	// notices a client that hangs up mid-action, must not time out.
+	rc.SetReadDeadline(time.Time{})
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
+			s.fail(w, r, http.StatusRequestTimeout, "body_timeout", fmt.Sprintf("the request body did not arrive within %v", s.opts.BodyTimeout))
+			return nil, false
+		}
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			s.fail(w, r, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("request body is over %d bytes (daemon.max_body)", tooBig.Limit))
@@ -514,6 +586,10 @@ type statusWriter struct {
 }
 
 func (w *statusWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter.WriteHeader(code) }
+
+// Unwrap lets http.ResponseController reach the connection (read
+// deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {

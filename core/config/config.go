@@ -41,6 +41,12 @@ type Daemon struct {
 	// MaxBody is the largest request body accepted, in bytes.
 	MaxBody int `toml:"max_body"`
 
+	// BodyTimeout bounds how long a request body may take to arrive.
+	BodyTimeout Duration `toml:"body_timeout"`
+
+	// MaxConnsPerPeer caps the API connections one uid holds open at once.
+	MaxConnsPerPeer int `toml:"max_conns_per_peer"`
+
 	// MaxSessions caps the sessions live at once.
 	MaxSessions int `toml:"max_sessions"`
 
@@ -203,13 +209,15 @@ func Default() Config {
 			Durability: DurabilityStrict,
 		},
 		Daemon: Daemon{
-			Socket:        "",
-			DataDir:       "",
-			AllowUIDs:     []int{},
-			AllowGIDs:     []int{},
-			MaxBody:       1 << 20,
-			MaxSessions:   1000,
-			ShutdownGrace: Duration{10 * time.Second},
+			Socket:          "",
+			DataDir:         "",
+			AllowUIDs:       []int{},
+			AllowGIDs:       []int{},
+			MaxBody:         1 << 20,
+			BodyTimeout:     Duration{30 * time.Second},
+			MaxConnsPerPeer: 512,
+			MaxSessions:     1000,
+			ShutdownGrace:   Duration{10 * time.Second},
 		},
 		Sandbox: Sandbox{
 			Driver:    DriverNative,

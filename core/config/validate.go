@@ -123,6 +123,8 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 	ids("daemon.allow_uids", dm.AllowUIDs)
 	ids("daemon.allow_gids", dm.AllowGIDs)
 	bounded("daemon.max_body", dm.MaxBody, 1024, 1<<30)
+	positive("daemon.body_timeout", dm.BodyTimeout)
+	bounded("daemon.max_conns_per_peer", dm.MaxConnsPerPeer, 1, 1<<20)
 	bounded("daemon.max_sessions", dm.MaxSessions, 1, 100000)
 	positive("daemon.shutdown_grace", dm.ShutdownGrace)
 

@@ -84,6 +84,17 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 
 	var warm *placement
 	ws := filepath.Join(d.dataDir, "workspaces", id)
+	if req.ID != "" {
+		// A warm sandbox leaves the pool once and is never put back: take
+		// one only for a create that can succeed. (A racing create of the
+		// same id can still lose one; that costs a cold start, not a
+		// wrong answer.)
+		if _, err := d.st.Session(ctx, id); err == nil {
+			return Info{}, fmt.Errorf("%w: session %s", ErrExists, id)
+		} else if !errors.Is(err, record.ErrNotFound) {
+			return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
+		}
+	}
 	if d.pool != nil {
 		if p, ok := d.pool.take(); ok {
 			warm, ws = p, p.ws

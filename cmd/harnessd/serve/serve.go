@@ -120,9 +120,11 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	srv := api.NewServer(d, api.Options{
-		MaxBody: int64(cfg.Daemon.MaxBody),
-		Allow:   api.AllowUsers(cfg.Daemon.AllowUIDs, cfg.Daemon.AllowGIDs),
-		Logger:  log,
+		MaxBody:         int64(cfg.Daemon.MaxBody),
+		BodyTimeout:     cfg.Daemon.BodyTimeout.Duration,
+		MaxConnsPerPeer: cfg.Daemon.MaxConnsPerPeer,
+		Allow:           api.AllowUsers(cfg.Daemon.AllowUIDs, cfg.Daemon.AllowGIDs),
+		Logger:          log,
 	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -49,8 +49,8 @@ func TestDefaultFileHasEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := settings(reflect.TypeFor[Config](), nil)
-	if len(keys) != 33 {
-		t.Errorf("Config has %d settings, this test expects 33: check the list below still means something", len(keys))
+	if len(keys) != 35 {
+		t.Errorf("Config has %d settings, this test expects 35: check the list below still means something", len(keys))
 	}
 	lines := strings.Split(string(data), "\n")
 	at := keyLines(string(data))

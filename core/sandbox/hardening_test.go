@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -103,3 +105,59 @@ func TestPersonality(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestNoHostRootFiles: as root, the daemon maps the sandbox's root to an
+// unprivileged host user (issue 16, item 2): nothing the sandbox makes is
+// host root's, the workspace is 0700, and a setuid bit set inside grants
+// root to no one outside.
+func TestNoHostRootFiles(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	for _, c := range []struct {
+		name     string
+		owner    *User
+		uid, gid int
+	}{
+		{"dedicated", nil, DefaultUID, DefaultGID},
+		{"root owner", &User{}, DefaultUID, DefaultGID},
+		{"client", &User{UID: 4242, GID: 4343}, 4242, 4343},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBox(t, d, Spec{Owner: c.owner})
+			if got := b.must("id -u; id -g; echo x > f; mkdir -p d/e; touch d/e/g; cp /usr/bin/id tool; chmod 6755 tool; echo t > /tmp/t; cat /tmp/t; cat " + b.sb.ControlDir() + "/rc >/dev/null && echo ctl"); got != "0\n0\nt\nctl" {
+				t.Errorf("inside: %q", got)
+			}
+			fi, err := os.Stat(b.ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o700 {
+				t.Errorf("workspace mode %o, want 700", fi.Mode().Perm())
+			}
+			err = filepath.Walk(b.ws, func(p string, fi os.FileInfo, err error) error {
+				if err != nil {
+					return err
+				}
+				st := fi.Sys().(*syscall.Stat_t)
+				if int(st.Uid) != c.uid || int(st.Gid) != c.gid {
+					t.Errorf("%s is owned by %d:%d on the host, want %d:%d", p, st.Uid, st.Gid, c.uid, c.gid)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The setuid copy, run on the host by an unprivileged user
+			// (the workspace opened to them for the test), is not root.
+			if err := os.Chmod(b.ws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", filepath.Join(b.ws, "tool"), "-u").CombinedOutput()
+			if got := strings.TrimSpace(string(out)); err == nil && got == "0" {
+				t.Errorf("a setuid file made inside gave a host user euid 0")
+			} else {
+				t.Logf("setuid tool run on the host as nobody: %q %v", got, err)
+			}
+		})
+	}
+}

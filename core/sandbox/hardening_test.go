@@ -161,3 +161,22 @@ func TestNoHostRootFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestFileSizeDefault: without a setting, no file the sandbox writes grows
+// past DefaultFileBytes (issue 16, item 5; what is left of it is in the
+// package doc).
+func TestFileSizeDefault(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	b := newBox(t, d, Spec{})
+	if got := b.must("ulimit -f"); got != strconv.Itoa(DefaultFileBytes/1024) {
+		t.Errorf("ulimit -f = %s, want %d", got, DefaultFileBytes/1024)
+	}
+	code, out := b.run("fallocate -l 2G big; echo $?; truncate -s 2G big2; echo $?; dd if=/dev/zero of=/tmp/x bs=1M seek=1100 count=1 2>&1 | tail -1")
+	t.Logf("exit %d: %s", code, out)
+	for _, f := range []string{"big", "big2"} {
+		if fi, err := os.Stat(filepath.Join(b.ws, f)); err == nil && fi.Size() > DefaultFileBytes {
+			t.Errorf("%s grew to %d bytes on the host", f, fi.Size())
+		}
+	}
+}

@@ -150,16 +150,21 @@ type User struct {
 }
 
 // Limits bound a sandbox's resources. Zero means "no limit" for memory,
-// processes, file size and CPU weight, and the default for TmpBytes and
-// NoFile. Which are enforced, and how, depends on the host: see Enforced.
+// processes and CPU weight, and the default for TmpBytes, NoFile and
+// FileBytes. Which are enforced, and how, depends on the host: see Enforced.
 type Limits struct {
 	MemoryBytes int64 // memory; cgroup memory.max, else RLIMIT_AS per process
 	Pids        int   // processes and threads; cgroup pids.max, else pid namespace pid_max and RLIMIT_NPROC
 	CPUWeight   int   // CPU share, 1 to 10000 (100 is even); cgroup only
 	TmpBytes    int64 // size of the private /tmp; default 512 MiB
 	NoFile      int   // open files per process (RLIMIT_NOFILE); default 16384, at most the daemon's own hard limit
-	FileBytes   int64 // largest file a process may write (RLIMIT_FSIZE)
+	FileBytes   int64 // largest file a process may write (RLIMIT_FSIZE); default 1 GiB
 }
+
+// DefaultFileBytes is RLIMIT_FSIZE unless Limits.FileBytes says otherwise:
+// one file cannot grow past it (writes fail with EFBIG). It bounds one
+// file, not the workspace: see the package doc's Caveats.
+const DefaultFileBytes = 1 << 30
 
 // DefaultTmpBytes is the size of a sandbox's /tmp unless Limits.TmpBytes
 // says otherwise.
@@ -285,6 +290,9 @@ func (spec Spec) withDefaults() (Spec, error) {
 	}
 	if l.NoFile == 0 {
 		l.NoFile = DefaultNoFile
+	}
+	if l.FileBytes == 0 {
+		l.FileBytes = DefaultFileBytes
 	}
 	for _, kv := range spec.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

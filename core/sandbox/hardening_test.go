@@ -180,3 +180,44 @@ func TestFileSizeDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestHandOverOnlyFresh: a workspace that already holds something (a host
+// directory named by mistake, say) is not given to the sandbox's user.
+func TestHandOverOnlyFresh(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "precious"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := d.Create(t.Context(), Spec{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Destroy(t.Context())
+	fi, _ := os.Stat(ws)
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || fi.Mode().Perm() != 0o755 {
+		t.Errorf("a non-empty workspace was given away: uid %d mode %o", st.Uid, fi.Mode().Perm())
+	}
+}
+
+// TestNothingLeaks: the shell holds no descriptor but its terminal's (and
+// bash's own 255), even when the daemon inherited more.
+func TestNothingLeaks(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	// A descriptor of the host's root, without close-on-exec, as a
+	// daemon's careless parent might leave it.
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	b := newBox(t, d, Spec{})
+	if got := b.must("ls /proc/$$/fd | tr '\\n' ' '"); got != "0 1 2 255" {
+		t.Errorf("the shell's descriptors: %q", got)
+	}
+}

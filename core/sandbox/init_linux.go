@@ -61,10 +61,11 @@ func runInit() int {
 	if err := dec.Decode(&cfg); err != nil {
 		return fail(initErr("read config", "", err))
 	}
-	// Nothing the daemon passed may reach the shell: the host paths'
-	// descriptors would lead out of the sandbox.
-	for fd := initSourceFD; fd < initSourceFD+cfg.Sources+len(cfg.CgroupJoin); fd++ {
-		unix.CloseOnExec(fd)
+	// Nothing the init inherited may reach the shell: the sources lead
+	// out of the sandbox, and so may whatever the daemon itself inherited
+	// without close-on-exec (its own parent's descriptors).
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(initErr("close_range", "", err))
 	}
 	if err := joinCgroups(initSourceFD+cfg.Sources, cfg.CgroupJoin); err != nil {
 		return fail(err)

@@ -192,9 +192,11 @@ func (d *Native) hostIDs(owner *User) (uid, gid int) {
 // handOver gives the sandbox's host user what it must own when that is
 // not the daemon's: the control directory (its shell reads the
 // terminal's files there), the proxy's socket (the init connects to it),
-// and the workspace directory itself when the daemon
-// made it (owned by the daemon: it becomes the sandbox user's, mode
-// 0700). What is already in the workspace keeps its owner.
+// and the workspace directory itself when the daemon made it (owned by the
+// daemon and empty: it becomes the sandbox user's, mode 0700). A directory
+// with something in it keeps its owner and mode, and so does what is in
+// it: a workspace path that names a host directory by mistake (/etc) must
+// never be given away.
 func (s *nativeSandbox) handOver() error {
 	if s.uid == os.Geteuid() {
 		return nil
@@ -218,6 +220,16 @@ func (s *nativeSandbox) handOver() error {
 	}
 	if int(st.Uid) != os.Geteuid() {
 		return nil // the user's own directory
+	}
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return os.NewSyscallError("dup", err)
+	}
+	d := os.NewFile(uintptr(dup), s.spec.Workspace)
+	names, _ := d.Readdirnames(1)
+	d.Close()
+	if len(names) > 0 {
+		return nil // not one the daemon just made
 	}
 	if err := unix.Fchown(fd, s.uid, s.gid); err != nil {
 		return &os.PathError{Op: "chown", Path: s.spec.Workspace, Err: err}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/sandbox"
 )
 
 func nativeConfig(t *testing.T) config.Config {
@@ -129,5 +131,59 @@ func TestProxyNetwork(t *testing.T) {
 	want := "[allowed.test allowed=true closed=false allowed.test allowed=true closed=true denied.test allowed=false closed=false]"
 	if fmt.Sprint(seen) != want {
 		t.Errorf("net_connect events %v, want %s", seen, want)
+	}
+}
+
+// TestSandboxOwner: files a sandbox makes are never the host's root's. A
+// session a non-root client creates makes files that are that client's
+// (podman's keep-id); root's sessions make files of the sandbox's
+// dedicated unprivileged user. A setuid bit set inside grants nothing.
+func TestSandboxOwner(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl is needed (scripts/test installs it): ", err)
+	}
+	cfg := nativeConfig(t)
+	os.Chmod(cfg.Daemon.DataDir, 0o755)
+	os.Chmod(filepath.Dir(cfg.Daemon.DataDir), 0o755) // t.TempDir's parent is 0700
+	cfg.Daemon.AllowUIDs = []int{65533}
+	td := startDaemon(t, cfg)
+	os.Chmod(td.socket, 0o666)
+	ctx := context.Background()
+
+	cmd := exec.Command(curl, "-s", "--unix-socket", td.socket, "-X", "POST", "http://x/v1/sessions", "-d", `{"id":"mine"}`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65533, Gid: 65532}}
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), `"id":"mine"`) {
+		t.Fatalf("create as uid 65533: %v %s", err, out)
+	}
+	root, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := td.cl.Session(ctx, "mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		info     daemon.Info
+		uid, gid uint32
+	}{
+		{mine, 65533, 65532},
+		{root, sandbox.DefaultUID, sandbox.DefaultGID},
+	} {
+		out := run(t, td.cl, c.info.ID, "echo x > made.txt && mkdir d && cp /usr/bin/id d/tool && chmod 6755 d/tool && id -u")
+		if out.ExitCode != 0 || !strings.HasSuffix(out.Output, "0\n") {
+			t.Fatalf("%s: %+v", c.info.ID, out)
+		}
+		for _, name := range []string{"made.txt", "d", "d/tool"} {
+			fi, err := os.Stat(filepath.Join(c.info.Workspace, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			if st.Uid != c.uid || st.Gid != c.gid {
+				t.Errorf("%s: %s owned by %d:%d on the host, want %d:%d", c.info.ID, name, st.Uid, st.Gid, c.uid, c.gid)
+			}
+		}
 	}
 }

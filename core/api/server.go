@@ -21,6 +21,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/sandbox"
 )
 
 // Options configures a Server.
@@ -235,6 +236,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	var req daemon.CreateRequest
 	if !s.decodeJSON(w, r, &req, true) {
 		return
+	}
+	// A client that is not root gets a sandbox whose files are its own in
+	// the workspace (as podman's --userns=keep-id); root's get the
+	// sandbox's dedicated unprivileged user, never host root.
+	if p, ok := PeerFrom(r.Context()); ok && p.UID != 0 {
+		req.Owner = &sandbox.User{UID: p.UID, GID: p.GID}
 	}
 	info, err := s.d.Create(r.Context(), req)
 	if err != nil {

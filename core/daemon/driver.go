@@ -84,7 +84,7 @@ func (d *Daemon) probe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := "probe-" + newPlacementName()
-	p, err := d.place(ctx, name, filepath.Join(d.runDir, name))
+	p, err := d.place(ctx, name, filepath.Join(d.runDir, name), nil)
 	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
 			return fmt.Errorf("starting a sandbox: %w: the daemon may not create user namespaces with a root mapping; under systemd keep CAP_SETUID, CAP_SETGID and CAP_SETFCAP in CapabilityBoundingSet, elsewhere check seccomp/AppArmor policy and user.max_user_namespaces", err)
@@ -115,8 +115,9 @@ func (d *Daemon) pooled() bool {
 }
 
 // place makes a new placement with its workspace at ws.
-func (d *Daemon) place(ctx context.Context, name, ws string) (*placement, error) {
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+// owner, if set, is the host user the sandbox's files belong to.
+func (d *Daemon) place(ctx context.Context, name, ws string, owner *sandbox.User) (*placement, error) {
+	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return nil, err
 	}
 	sc := d.cfg.Sandbox
@@ -126,6 +127,7 @@ func (d *Daemon) place(ctx context.Context, name, ws string) (*placement, error)
 		Image:     sc.Image,
 		Protected: sc.Protected,
 		Network:   sandbox.Network(sc.Network),
+		Owner:     owner,
 		Limits: sandbox.Limits{
 			MemoryBytes: int64(sc.MemoryMB) << 20,
 			Pids:        sc.Pids,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/session"
 	"github.com/harnessd/harnessd/core/session/record"
 )
@@ -48,6 +49,10 @@ type Info struct {
 type CreateRequest struct {
 	ID     string            `json:"id,omitempty"` // default a new random id
 	Labels map[string]string `json:"labels,omitempty"`
+	// Owner is the host user the sandbox's files belong to (core/api sets
+	// it from the client's SO_PEERCRED when the client is not root). Nil:
+	// the sandbox's dedicated unprivileged user.
+	Owner *sandbox.User `json:"-"`
 }
 
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -95,7 +100,9 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 			return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
 		}
 	}
-	if d.pool != nil {
+	// Pooled sandboxes were made before any client was known, for the
+	// dedicated user; a session owned by a client's user starts cold.
+	if d.pool != nil && req.Owner == nil {
 		if p, ok := d.pool.take(); ok {
 			warm, ws = p, p.ws
 			defer d.pool.refill()
@@ -111,7 +118,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
 	}
-	ls, err := d.start(ctx, id, ws, warm)
+	ls, err := d.start(ctx, id, ws, warm, req.Owner)
 	if err != nil {
 		// The record stays: it says the session never started.
 		d.bus.Append(context.WithoutCancel(ctx), id, event.Event{Session: id, Source: event.SourceRuntime, Time: time.Now().UTC(),
@@ -137,18 +144,18 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 // start starts a session's shell: in warm's sandbox if the pool had one,
 // else in a new sandbox (or on the host with driver none) with its
 // workspace at ws.
-func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement) (*liveSession, error) {
+func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, owner *sandbox.User) (*liveSession, error) {
 	cfg := session.ConfigFrom(d.cfg, ws)
 	cfg.Events, cfg.Outputs, cfg.Logger = d.bus, d.outputs, d.log
 	cfg.Driver = d.driver.Name()
 	if d.cfg.Sandbox.Driver == config.DriverNone {
-		if err := os.MkdirAll(ws, 0o755); err != nil {
+		if err := os.MkdirAll(ws, 0o700); err != nil {
 			return nil, err
 		}
 	} else {
 		if warm == nil {
 			var err error
-			if warm, err = d.place(ctx, id, ws); err != nil {
+			if warm, err = d.place(ctx, id, ws, owner); err != nil {
 				return nil, err
 			}
 		}

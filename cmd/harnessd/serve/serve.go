@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/core/api"
@@ -82,6 +83,7 @@ func Run(ctx context.Context, opts Options) error {
 		closeLn()
 		return fmt.Errorf("data directory: %w", err)
 	}
+	tighten(dataDir, cfg.SocketPath(nil), log)
 	metrics := daemon.NewMetrics()
 	storePath := cfg.StorePath(nil)
 	if err := os.MkdirAll(filepath.Dir(storePath), 0o700); err != nil {
@@ -171,4 +173,28 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	log.Info("harnessd stopped")
 	return nil
+}
+
+// tighten narrows an existing data directory to 0700: it holds every
+// session's workspace and history, which no other local user should read
+// or plant files in. One the daemon does not own, or that holds the
+// socket other users must reach, is left as it is, and said so.
+func tighten(dir, socket string, log *slog.Logger) {
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	if rel, err := filepath.Rel(dir, socket); err == nil && filepath.IsLocal(rel) {
+		log.Warn("data directory is open to other users; left so because the socket is in it (set daemon.socket elsewhere)", "dir", dir, "mode", fi.Mode().Perm())
+		return
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+		log.Warn("data directory is open to other users and not ours to narrow", "dir", dir, "mode", fi.Mode().Perm())
+		return
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		log.Warn("data directory: could not narrow its mode", "dir", dir, "err", err)
+		return
+	}
+	log.Info("data directory narrowed to 0700", "dir", dir, "was", fi.Mode().Perm())
 }

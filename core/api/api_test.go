@@ -539,7 +539,9 @@ func TestShutdownAndRestart(t *testing.T) {
 }
 
 // TestCrashRecovery: sessions a killed daemon left live are marked
-// interrupted, with an event saying so, by the next one.
+// interrupted, with an event saying so, by the next one; every action left
+// without its observation gets one that says the daemon stopped while it
+// ran, and nothing is answered twice.
 func TestCrashRecovery(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir)
@@ -549,18 +551,35 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	ctx := context.Background()
 	st.CreateSession(ctx, store.Session{ID: "orphan", State: daemon.StateLive})
-	st.Append(ctx, "orphan", event.Event{Session: "orphan", Source: event.SourceRuntime, Time: time.Now(), Payload: event.SandboxStarted{Driver: "none"}})
-	st.Append(ctx, "orphan", event.Event{Session: "orphan", Source: event.SourceUser, Time: time.Now(), Payload: event.CmdRun{Command: "make"}})
+	at := time.Now()
+	for _, ev := range []event.Event{
+		{Source: event.SourceRuntime, Payload: event.SandboxStarted{Driver: "none"}}, // 1
+		{Source: event.SourceUser, Payload: event.CmdRun{Command: "true"}},           // 2
+		{Source: event.SourceRuntime, Cause: 2, Payload: event.CmdOutput{}},          // 3
+		{Source: event.SourceAgent, Payload: event.Message{Text: "hi"}},              // 4
+		{Source: event.SourceUser, Payload: event.CmdRun{Command: "make"}},           // 5: in flight
+	} {
+		ev.Session, ev.Time = "orphan", at
+		if _, err := st.Append(ctx, "orphan", ev); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st.Close()
 	td := startDaemon(t, cfg)
 	s, err := td.cl.Session(ctx, "orphan")
-	if err != nil || s.State != daemon.StateInterrupted || s.LastSeq != 3 {
+	if err != nil || s.State != daemon.StateInterrupted || s.LastSeq != 7 {
 		t.Fatalf("%+v %v", s, err)
 	}
-	var lastEv event.Event
-	td.cl.Events(ctx, "orphan", 2, false, func(ev event.Event) error { lastEv = ev; return nil })
-	if p, ok := lastEv.Payload.(event.SandboxStopped); !ok || !strings.Contains(p.Reason, "crashed") {
-		t.Fatalf("last event %+v", lastEv)
+	var evs []event.Event
+	td.cl.Events(ctx, "orphan", 5, false, func(ev event.Event) error { evs = append(evs, ev); return nil })
+	if len(evs) != 2 {
+		t.Fatalf("after the crash: %+v", evs)
+	}
+	if o, ok := evs[0].Payload.(event.CmdOutput); !ok || evs[0].Cause != 5 || o.ExitCode != -1 || !strings.Contains(o.Note, "stopped") {
+		t.Errorf("the in-flight make's answer: %+v", evs[0])
+	}
+	if p, ok := evs[1].Payload.(event.SandboxStopped); !ok || !strings.Contains(p.Reason, "crashed") {
+		t.Fatalf("last event %+v", evs[1])
 	}
 }
 

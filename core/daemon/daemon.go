@@ -148,9 +148,22 @@ func (d *Daemon) recover(ctx context.Context) error {
 		if s.State != StateLive && s.State != "" {
 			continue
 		}
-		ev := event.Event{Session: s.ID, Source: event.SourceRuntime, Time: time.Now().UTC(),
-			Payload: event.SandboxStopped{Reason: "interrupted: harnessd stopped (crashed or was killed) while the session was live"}}
-		if _, err := d.bus.Append(ctx, s.ID, ev); err != nil {
+		open, err := d.unanswered(ctx, s.ID)
+		if err != nil {
+			return fmt.Errorf("daemon: session %s: %w", s.ID, err)
+		}
+		now := time.Now().UTC()
+		var evs []event.Event
+		for _, a := range open {
+			// Every action in the log gets its answer, even if all it can
+			// say is that no one saw the end.
+			evs = append(evs, event.Event{Session: s.ID, Source: event.SourceRuntime, Time: now, Cause: a.Seq,
+				Payload: event.CmdOutput{ExitCode: -1, Note: "harnessd stopped (crashed or was killed) while this action ran; " +
+					"its output and exit code were not recorded, and the session's shell is gone"}})
+		}
+		evs = append(evs, event.Event{Session: s.ID, Source: event.SourceRuntime, Time: now,
+			Payload: event.SandboxStopped{Reason: "interrupted: harnessd stopped (crashed or was killed) while the session was live"}})
+		if _, err := d.bus.Append(ctx, s.ID, evs...); err != nil {
 			return fmt.Errorf("daemon: mark session %s interrupted: %w", s.ID, err)
 		}
 		if err := d.setState(ctx, s.ID, StateInterrupted); err != nil {
@@ -159,6 +172,27 @@ func (d *Daemon) recover(ctx context.Context) error {
 		d.log.Info("session interrupted by the last daemon's end", "session", s.ID)
 	}
 	return nil
+}
+
+// unanswered returns a session's actions that expect an observation and
+// have none: what ran when the last daemon died.
+func (d *Daemon) unanswered(ctx context.Context, id string) ([]event.Event, error) {
+	var open []event.Event
+	err := d.bus.Read(ctx, id, 0, func(ev event.Event) error {
+		switch {
+		case ev.IsAction() && ev.Kind() != event.KindMessage && ev.Kind() != event.KindFinish:
+			open = append(open, ev)
+		case ev.IsObservation() && ev.Cause != 0:
+			for i := len(open) - 1; i >= 0; i-- {
+				if open[i].Seq == ev.Cause {
+					open = append(open[:i], open[i+1:]...)
+					break
+				}
+			}
+		}
+		return nil
+	})
+	return open, err
 }
 
 func (d *Daemon) setState(ctx context.Context, id, state string) error {

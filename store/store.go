@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -109,8 +111,9 @@ type Store struct {
 
 	nextOut atomic.Uint64 // next output number to hand out
 
-	commits atomic.Uint64 // successful commits, for benchmarks and tests
-	synced  chan struct{} // closed when the batch-mode syncer has stopped; nil in strict mode
+	commits  atomic.Uint64         // successful commits, for benchmarks and tests
+	writeErr atomic.Pointer[error] // the last commit's error; nil after a success
+	synced   chan struct{}         // closed when the batch-mode syncer has stopped; nil in strict mode
 
 	w writerState // owned by the writer goroutine
 }
@@ -334,10 +337,40 @@ func (s *Store) syncer(every time.Duration) {
 		if n := s.commits.Load(); n != last {
 			last = n
 			if err := s.db.Sync(); err != nil {
+				err = fmt.Errorf("store %s: sync: %w", s.path, err)
+				s.writeErr.Store(&err)
 				slog.Warn("store sync failed", "path", s.path, "err", err)
 			}
 		}
 	}
+}
+
+// WriteErr is the error of the store's last commit (or batch-mode sync)
+// if it failed, nil if it succeeded: whether the store can write now, as
+// far as it knows. A full disk shows here until a commit succeeds again.
+func (s *Store) WriteErr() error {
+	if p := s.writeErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// MinFreeBytes is the free space CheckWrite wants on the store's
+// filesystem: an append that needs the file to grow takes new blocks, and
+// an empty commit (which rewrites a meta page in place) cannot tell.
+const MinFreeBytes = 4 << 20
+
+// CheckWrite tells whether the store can write again after a failed
+// commit: the filesystem has MinFreeBytes free and an empty transaction
+// commits (which clears WriteErr).
+func (s *Store) CheckWrite(ctx context.Context) error {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(s.path), &fs); err == nil {
+		if free := int64(fs.Bavail) * int64(fs.Bsize); free < MinFreeBytes {
+			return fmt.Errorf("store %s: %d bytes free on its filesystem, want %d: %w", s.path, free, MinFreeBytes, syscall.ENOSPC)
+		}
+	}
+	return s.run(ctx, &sessionOp{done: make(chan error, 1), fn: func(*wtx) error { return nil }})
 }
 
 // Verify checks the file: bbolt's own consistency check of every page, and

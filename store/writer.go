@@ -238,6 +238,7 @@ func (s *Store) commit(batch []op) {
 			err = ErrClosed
 		} else {
 			err = fmt.Errorf("store %s: commit: %w", s.path, err)
+			s.writeErr.Store(&err)
 		}
 		for _, o := range batch {
 			o.finish(err)
@@ -246,6 +247,7 @@ func (s *Store) commit(batch []op) {
 	}
 
 	s.commits.Add(1)
+	s.writeErr.Store(nil)
 	if s.opts.OnCommit != nil {
 		s.opts.OnCommit(time.Since(begin), len(batch))
 	}

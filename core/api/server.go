@@ -21,6 +21,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/pipeline"
 	"github.com/harnessd/harnessd/core/sandbox"
 )
 
@@ -346,7 +347,7 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.d.Reply(r.Context(), r.PathValue("id"), rep)
-	if err != nil && res.Action == nil && res.Observation == nil {
+	if err != nil && res.Observation == nil {
 		s.failErr(w, r, err)
 		return
 	}
@@ -457,6 +458,16 @@ type Health struct {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.d.Healthy(ctx); err != nil {
+		status, code := http.StatusServiceUnavailable, "unhealthy"
+		if errors.Is(err, daemon.ErrStoreCannotWrite) {
+			status, code = http.StatusInsufficientStorage, "store_full"
+		}
+		s.fail(w, r, status, code, err.Error())
+		return
+	}
 	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: Version, PID: os.Getpid()})
 }
 
@@ -563,6 +574,10 @@ func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
 		status, code = http.StatusTooManyRequests, "too_many_sessions"
 	case errors.Is(err, daemon.ErrShuttingDown):
 		status, code = http.StatusServiceUnavailable, "shutting_down"
+	case errors.Is(err, pipeline.ErrUnrecorded):
+		status, code = http.StatusInsufficientStorage, "record_incomplete"
+	case errors.Is(err, daemon.ErrStoreCannotWrite), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		status, code = http.StatusInsufficientStorage, "store_full"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		status, code = http.StatusServiceUnavailable, "canceled"
 	}

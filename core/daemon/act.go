@@ -25,10 +25,13 @@ func (d *Daemon) Act(ctx context.Context, id string, src event.Source, p event.P
 	res, err := d.do(ctx, id, func(ls *liveSession) (pipeline.Result, error) {
 		return d.pipe.Do(ctx, ls.sess, src, p)
 	})
-	if res.Observation != nil {
+	switch {
+	case res.Observation != nil:
 		return *res.Observation, err
+	case err != nil:
+		return event.Event{}, err // the action is recorded; its answer is what failed
 	}
-	return res.Action, err
+	return res.Action, nil
 }
 
 // Reply parses a model's reply (core/parse never fails) and takes what it
@@ -70,6 +73,7 @@ func (d *Daemon) do(ctx context.Context, id string, fn func(*liveSession) (pipel
 	case err == nil:
 	case errors.Is(err, pipeline.ErrInvalid), errors.Is(err, pipeline.ErrNoExecutor):
 		err = fmt.Errorf("%w: %w", ErrBadRequest, err)
+	case errors.Is(err, pipeline.ErrUnrecorded):
 	case res.Observation != nil || res.Action.Seq != 0:
 		ls.mu.Lock()
 		ended := ls.ended

@@ -121,6 +121,9 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		proxyHosts: opts.ProxyHosts,
 	}
 	d.pipe = pipeline.New(pipeline.Options{Done: d.actionDone})
+	if w, ok := opts.Store.(WriteChecker); ok {
+		d.metrics.watchStore(w.WriteErr)
+	}
 	if err := d.recover(ctx); err != nil {
 		d.bus.Close()
 		return nil, err
@@ -227,7 +230,22 @@ func (d *Daemon) Healthy(ctx context.Context) error {
 	if _, err := d.st.Session(ctx, "healthz"); err != nil && !errors.Is(err, record.ErrNotFound) {
 		return fmt.Errorf("store: %w", err)
 	}
+	if w, ok := d.st.(WriteChecker); ok && w.WriteErr() != nil {
+		// The last commit failed (a full disk): see whether the store can
+		// write again, which clears it, rather than wait for an action.
+		if err := w.CheckWrite(ctx); err != nil {
+			return fmt.Errorf("%w: %w", ErrStoreCannotWrite, err)
+		}
+	}
 	return ctx.Err()
+}
+
+// WriteChecker is a Store that knows whether it can write (store.Store).
+type WriteChecker interface {
+	// WriteErr is the last commit's error, nil after a success.
+	WriteErr() error
+	// CheckWrite tries an empty commit.
+	CheckWrite(ctx context.Context) error
 }
 
 // Bus is the daemon's event bus, for followers.

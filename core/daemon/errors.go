@@ -24,4 +24,8 @@ var (
 
 	// ErrShuttingDown: the daemon is stopping and takes no new work.
 	ErrShuttingDown = errors.New("harnessd is shutting down")
+
+	// ErrStoreCannotWrite: the store's last commit failed and it still
+	// cannot write (a full disk, most often).
+	ErrStoreCannotWrite = errors.New("the store cannot write")
 )

@@ -106,6 +106,18 @@ func (m *Metrics) observeOutput(out event.CmdOutput, bytesTotal, bytesOmitted in
 	m.bytesTrimmed.Add(float64(bytesOmitted))
 }
 
+// watchStore exports whether the store can write, as of its last commit.
+func (m *Metrics) watchStore(writeErr func() error) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "harnessd_store_writable", Help: "1 if the store's last commit succeeded, 0 if it failed (a full disk, most often): actions are refused with 507 until it can write again.",
+	}, func() float64 {
+		if writeErr() != nil {
+			return 0
+		}
+		return 1
+	}))
+}
+
 func (m *Metrics) observePoolTake(hit bool) {
 	if hit {
 		m.poolTakes.WithLabelValues("hit").Inc()

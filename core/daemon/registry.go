@@ -286,6 +286,9 @@ func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, rea
 	if ls.proxy != nil {
 		ls.proxy.close()
 	}
+	if err := d.pipe.Flush(ctx, ls.sess); err != nil {
+		d.log.Warn("session end: an observation is still unrecorded", "session", id, "err", err)
+	}
 	if err := ls.sess.Close(ctx, reason); err != nil {
 		d.log.Warn("session close", "session", id, "err", err)
 	}

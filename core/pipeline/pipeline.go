@@ -80,7 +80,14 @@ type Pipeline struct {
 
 	mu    sync.RWMutex
 	execs map[event.Kind]Executor
+
+	pendMu  sync.Mutex
+	pending map[*session.Session][]event.Event // observations not yet committed, in order
 }
+
+// Observation commits are retried this often, after these waits, before
+// the observation is kept for later (ErrUnrecorded).
+var recordRetries = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond, time.Second}
 
 // New returns a pipeline with the built-in executors: cmd_run runs in the
 // session's shell; message and finish are their own record.
@@ -88,7 +95,7 @@ func New(opts Options) *Pipeline {
 	if opts.Hooks == nil {
 		opts.Hooks = NoHooks{}
 	}
-	p := &Pipeline{opts: opts, execs: map[event.Kind]Executor{}}
+	p := &Pipeline{opts: opts, execs: map[event.Kind]Executor{}, pending: map[*session.Session][]event.Event{}}
 	p.Handle(event.KindCmdRun, ExecutorFunc(runCommand))
 	p.Handle(event.KindMessage, ExecutorFunc(recordOnly))
 	p.Handle(event.KindFinish, ExecutorFunc(recordOnly))
@@ -149,6 +156,12 @@ func (p *Pipeline) do(ctx context.Context, s *session.Session, src event.Source,
 		return Result{}, fmt.Errorf("%w: %s actions are not carried out by this harnessd", ErrNoExecutor, a.Kind())
 	}
 
+	// An observation a full disk kept back answers its action before
+	// anything else is recorded in the session.
+	if err := p.Flush(ctx, s); err != nil {
+		return Result{}, err
+	}
+
 	// Pre-action hooks.
 	dec, err := p.opts.Hooks.BeforeAction(ctx, s, src, a)
 	if err != nil {
@@ -202,12 +215,55 @@ func (p *Pipeline) do(ctx context.Context, s *session.Session, src event.Source,
 		return res, fmt.Errorf("pipeline: observation hooks: %w", errors.Join(err, runErr))
 	}
 	obs, err := s.Record(rctx, event.SourceRuntime, action.Seq, res.Outcome.Observation)
+	for _, wait := range recordRetries {
+		if err == nil || errors.Is(rctx.Err(), context.Canceled) {
+			break
+		}
+		select {
+		case <-time.After(wait):
+		case <-rctx.Done():
+		}
+		obs, err = s.Record(rctx, event.SourceRuntime, action.Seq, res.Outcome.Observation)
+	}
 	if err != nil {
-		return res, errors.Join(err, runErr)
+		p.pendMu.Lock()
+		p.pending[s] = append(p.pending[s], event.Event{Source: event.SourceRuntime, Cause: action.Seq, Payload: res.Outcome.Observation})
+		p.pendMu.Unlock()
+		return res, fmt.Errorf("%w (%s, seq %d%s; it is kept and recorded before the session's next action): %w",
+			ErrUnrecorded, action.Kind(), action.Seq, summary(res.Outcome.Observation), errors.Join(err, runErr))
 	}
 	res.Observation = &obs
 	res.Duration = time.Since(begin)
 	return res, runErr
+}
+
+// Flush commits the observations a failed commit kept back for s, in
+// order. The daemon calls it before a session's end is recorded; Do calls
+// it before each action.
+func (p *Pipeline) Flush(ctx context.Context, s *session.Session) error {
+	p.pendMu.Lock()
+	defer p.pendMu.Unlock()
+	evs := p.pending[s]
+	for len(evs) > 0 {
+		if _, err := s.Record(ctx, evs[0].Source, evs[0].Cause, evs[0].Payload); err != nil {
+			p.pending[s] = evs
+			return fmt.Errorf("pipeline: the observation of seq %d is still unrecorded: %w", evs[0].Cause, err)
+		}
+		evs = evs[1:]
+	}
+	delete(p.pending, s)
+	return nil
+}
+
+// summary says in a few words what an unrecorded observation held.
+func summary(o event.Payload) string {
+	if c, ok := o.(event.CmdOutput); ok {
+		if c.ExitCode == -1 {
+			return ", still running"
+		}
+		return fmt.Sprintf(", exit code %d", c.ExitCode)
+	}
+	return ""
 }
 
 // Observe records an observation that answers no action: what a

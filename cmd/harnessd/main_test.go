@@ -442,3 +442,58 @@ func TestStoreCompact(t *testing.T) {
 		t.Fatalf("purged session listed after compact:\n%s", got)
 	}
 }
+
+// TestSIGHUP: SIGHUP reloads harness.toml instead of killing the daemon:
+// what can change live is applied, what cannot is named in the log, and a
+// broken file leaves the running configuration in place.
+func TestSIGHUP(t *testing.T) {
+	h := newHarness(t)
+	cmd := h.command("serve", "--config", h.config, "--data", h.dir, "--socket", h.socket)
+	logs := new(syncBuffer)
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", logs.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, code := h.run("session", "ls"); code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not answer:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitLog := func(s string) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), s); {
+			if time.Now().After(end) {
+				t.Fatalf("log never said %q", s)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	os.WriteFile(h.config, []byte("[sandbox]\ndriver = \"none\"\nmemory_mb = 300\n[daemon]\nshutdown_grace = \"1s\"\nmax_sessions = 1\n"), 0o644)
+	cmd.Process.Signal(syscall.SIGHUP)
+	waitLog("configuration reloaded")
+	if s := logs.String(); !strings.Contains(s, "daemon.max_sessions") || !strings.Contains(s, "only after a restart") || !strings.Contains(s, "sandbox.memory_mb") {
+		t.Fatalf("reload log does not name what was applied and what needs a restart:\n%s", s)
+	}
+	h.must("session", "new", "--id", "one")
+	if _, errOut, code := h.run("session", "new", "--id", "two"); code == 0 || !strings.Contains(errOut, "max_sessions") {
+		t.Fatalf("max_sessions = 1 after reload: second session: exit %d %s", code, errOut)
+	}
+	os.WriteFile(h.config, []byte("[daemon\n"), 0o644)
+	cmd.Process.Signal(syscall.SIGHUP)
+	waitLog("configuration not reloaded")
+	if _, _, code := h.run("session", "ls"); code != 0 || cmd.ProcessState != nil {
+		t.Fatal("the daemon did not survive a SIGHUP with a broken file")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,7 +48,8 @@ type Options struct {
 // Server serves the API of one Daemon.
 type Server struct {
 	d    *daemon.Daemon
-	opts Options
+	opts Options // as given to NewServer; the live settings are in live
+	live atomic.Pointer[Options]
 	mux  *http.ServeMux
 	http *http.Server
 	base context.Context // parent of every request's context
@@ -82,6 +84,7 @@ func NewServer(d *daemon.Daemon, opts Options) *Server {
 	s := &Server{d: d, opts: opts, mux: http.NewServeMux(), stopped: make(chan struct{}),
 		conns: map[int]int{}, connOf: map[net.Conn]int{}}
 	s.base, s.stop = context.WithCancel(context.Background())
+	s.live.Store(&opts)
 	s.routes()
 	s.http = &http.Server{
 		Handler:           s,
@@ -95,6 +98,26 @@ func NewServer(d *daemon.Daemon, opts Options) *Server {
 		ErrorLog:    slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 	}
 	return s
+}
+
+// SetLimits replaces the settings a reload may change: who may connect,
+// the body's size and time limits, and the per-peer connection cap. Zero
+// fields keep their current values.
+func (s *Server) SetLimits(allow func(Peer) bool, maxBody int64, bodyTimeout time.Duration, maxConnsPerPeer int) {
+	o := *s.live.Load()
+	if allow != nil {
+		o.Allow = allow
+	}
+	if maxBody > 0 {
+		o.MaxBody = maxBody
+	}
+	if bodyTimeout > 0 {
+		o.BodyTimeout = bodyTimeout
+	}
+	if maxConnsPerPeer > 0 {
+		o.MaxConnsPerPeer = maxConnsPerPeer
+	}
+	s.live.Store(&o)
 }
 
 // Serve accepts connections on ln until Shutdown. It returns nil after a
@@ -139,7 +162,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // ServeHTTP checks the peer, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p, ok := PeerFrom(r.Context()); !ok || !s.opts.Allow(p) {
+	if p, ok := PeerFrom(r.Context()); !ok || !s.live.Load().Allow(p) {
 		who := "an unknown peer"
 		if ok {
 			who = fmt.Sprintf("uid %d (pid %d)", p.UID, p.PID)
@@ -153,7 +176,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "not_found", "no such endpoint: "+r.URL.Path+" (paths are not cleaned or redirected)")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, s.live.Load().MaxBody)
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -168,14 +191,14 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 			uid = p.UID
 		}
 		s.connMu.Lock()
-		over := s.conns[uid] >= s.opts.MaxConnsPerPeer
+		over := s.conns[uid] >= s.live.Load().MaxConnsPerPeer
 		if !over {
 			s.conns[uid]++
 			s.connOf[c] = uid
 		}
 		s.connMu.Unlock()
 		if over {
-			s.opts.Logger.Warn("api: connection refused: too many open for this peer", "uid", uid, "max", s.opts.MaxConnsPerPeer)
+			s.opts.Logger.Warn("api: connection refused: too many open for this peer", "uid", uid, "max", s.live.Load().MaxConnsPerPeer)
 			c.Close()
 		}
 	case http.StateClosed, http.StateHijacked:
@@ -477,7 +500,7 @@ var Version = "dev"
 // readBody reads the whole body within MaxBody and BodyTimeout.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)); err != nil {
+	if err := rc.SetReadDeadline(time.Now().Add(s.live.Load().BodyTimeout)); err != nil {
 		s.opts.Logger.Warn("api: no body deadline", "err", err)
 	}
 	body, err := io.ReadAll(r.Body)
@@ -487,7 +510,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			w.Header().Set("Connection", "close")
-			s.fail(w, r, http.StatusRequestTimeout, "body_timeout", fmt.Sprintf("the request body did not arrive within %v", s.opts.BodyTimeout))
+			s.fail(w, r, http.StatusRequestTimeout, "body_timeout", fmt.Sprintf("the request body did not arrive within %v", s.live.Load().BodyTimeout))
 			return nil, false
 		}
 		var tooBig *http.MaxBytesError

@@ -58,7 +58,8 @@ type Options struct {
 // Daemon owns the live sessions: it creates them, runs their actions one
 // at a time each, and records every step in the store through its bus.
 type Daemon struct {
-	cfg     config.Config
+	cfgMu   sync.RWMutex
+	cfg     config.Config // read with conf(); Reload replaces it
 	st      Store
 	outputs trim.OutputStore
 	bus     *event.Bus
@@ -133,7 +134,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	if d.pooled() {
-		d.pool = newPool(d.cfg.Sandbox.PoolSize, func(ctx context.Context) (*placement, error) {
+		d.pool = newPool(d.conf().Sandbox.PoolSize, func(ctx context.Context) (*placement, error) {
 			name := newPlacementName()
 			return d.place(ctx, name, filepath.Join(d.dataDir, "workspaces", name), nil)
 		}, (*placement).close, d.metrics.observePoolTake, d.log)
@@ -247,6 +248,38 @@ type WriteChecker interface {
 	// CheckWrite tries an empty commit.
 	CheckWrite(ctx context.Context) error
 }
+
+// conf is the daemon's configuration now.
+func (d *Daemon) conf() config.Config {
+	d.cfgMu.RLock()
+	defer d.cfgMu.RUnlock()
+	return d.cfg
+}
+
+// Reload takes the settings of c that a running daemon can change: the
+// terminal's timeouts and the trimming for sessions created from now on,
+// max_sessions, shutdown_grace (the API's own settings are the server's
+// to take). It returns the keys it applied and those that differ but need
+// a restart (config.RestartOnly: kept as they were).
+func (d *Daemon) Reload(c config.Config) (applied, restart []string) {
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	next := c
+	next.Daemon.Socket, next.Daemon.DataDir = d.cfg.Daemon.Socket, d.cfg.Daemon.DataDir
+	next.Store, next.Sandbox = d.cfg.Store, d.cfg.Sandbox
+	for _, k := range config.Changed(d.cfg, c) {
+		if config.RestartOnly(k) {
+			restart = append(restart, k)
+		} else {
+			applied = append(applied, k)
+		}
+	}
+	d.cfg = next
+	return applied, restart
+}
+
+// Grace is daemon.shutdown_grace as configured now.
+func (d *Daemon) Grace() time.Duration { return d.conf().Daemon.ShutdownGrace.Duration }
 
 // Bus is the daemon's event bus, for followers.
 func (d *Daemon) Bus() *event.Bus { return d.bus }

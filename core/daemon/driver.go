@@ -41,7 +41,7 @@ func (p *placement) close() {
 // setupSandboxes picks the driver harness.toml names and says, loudly,
 // what isolation and which limits this host gives.
 func (d *Daemon) setupSandboxes() error {
-	sc := d.cfg.Sandbox
+	sc := d.conf().Sandbox
 	switch sc.Driver {
 	case config.DriverNone:
 		d.driver = &sandbox.None{Logger: d.log}
@@ -111,7 +111,7 @@ func (d *Daemon) sandboxErr(err error) error {
 // pooled reports whether sessions come from a warm pool: only native
 // sandboxes, whose shell sees the same /workspace whatever the host path.
 func (d *Daemon) pooled() bool {
-	return d.cfg.Sandbox.Driver == config.DriverNative && d.cfg.Sandbox.PoolSize > 0
+	return d.conf().Sandbox.Driver == config.DriverNative && d.conf().Sandbox.PoolSize > 0
 }
 
 // place makes a new placement with its workspace at ws.
@@ -120,7 +120,7 @@ func (d *Daemon) place(ctx context.Context, name, ws string, owner *sandbox.User
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return nil, err
 	}
-	sc := d.cfg.Sandbox
+	sc := d.conf().Sandbox
 	spec := sandbox.Spec{
 		ID:        name,
 		Workspace: ws,
@@ -155,7 +155,7 @@ func (d *Daemon) place(ctx context.Context, name, ws string, owner *sandbox.User
 		return fail(err)
 	}
 	p.sb = sb
-	opts := session.SandboxTerminal(session.ConfigFrom(d.cfg, ws).Terminal, sb)
+	opts := session.SandboxTerminal(session.ConfigFrom(d.conf(), ws).Terminal, sb)
 	opts.Logger = d.log
 	term, err := terminal.New(ctx, opts)
 	if err != nil {

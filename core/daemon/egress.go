@@ -36,7 +36,7 @@ func (d *Daemon) newEgress(name string) (*egress, error) {
 		return nil, err
 	}
 	e := &egress{socket: filepath.Join(dir, name+".sock"), decisions: make(chan event.NetConnect, 256)}
-	pc := d.cfg.Sandbox.Proxy
+	pc := d.conf().Sandbox.Proxy
 	p, err := netproxy.New(netproxy.Config{
 		Allow: pc.Allow, Deny: pc.Deny, Ports: pc.Ports, Hosts: d.proxyHosts,
 		Logger: d.log,

@@ -73,9 +73,9 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	case d.closing:
 		d.mu.Unlock()
 		return Info{}, ErrShuttingDown
-	case len(d.live)+d.creating >= d.cfg.Daemon.MaxSessions:
+	case len(d.live)+d.creating >= d.conf().Daemon.MaxSessions:
 		d.mu.Unlock()
-		return Info{}, fmt.Errorf("%w: %d live (daemon.max_sessions)", ErrTooMany, d.cfg.Daemon.MaxSessions)
+		return Info{}, fmt.Errorf("%w: %d live (daemon.max_sessions)", ErrTooMany, d.conf().Daemon.MaxSessions)
 	}
 	d.creating++
 	d.inflight.Add(1) // Shutdown waits for a create in progress
@@ -145,10 +145,10 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 // else in a new sandbox (or on the host with driver none) with its
 // workspace at ws.
 func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, owner *sandbox.User) (*liveSession, error) {
-	cfg := session.ConfigFrom(d.cfg, ws)
+	cfg := session.ConfigFrom(d.conf(), ws)
 	cfg.Events, cfg.Outputs, cfg.Logger = d.bus, d.outputs, d.log
 	cfg.Driver = d.driver.Name()
-	if d.cfg.Sandbox.Driver == config.DriverNone {
+	if d.conf().Sandbox.Driver == config.DriverNone {
 		if err := os.MkdirAll(ws, 0o700); err != nil {
 			return nil, err
 		}

@@ -207,7 +207,20 @@ func (c *cmd) serve(args []string) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level}))
-	if err := serve.Run(c.ctx, serve.Options{Config: cfg, Logger: log}); err != nil {
+	reload := func() (config.Config, error) {
+		cfg, err := LoadConfig(*path, c.env.Getenv)
+		if err != nil {
+			return cfg, err
+		}
+		if *socket != "" {
+			cfg.Daemon.Socket = *socket
+		}
+		if *data != "" {
+			cfg.Daemon.DataDir = *data
+		}
+		return cfg, cfg.Validate()
+	}
+	if err := serve.Run(c.ctx, serve.Options{Config: cfg, Logger: log, Reload: reload}); err != nil {
 		log.Error("harnessd serve failed", "err", err)
 		return 1
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -44,6 +45,11 @@ type Options struct {
 
 	// ProxyHosts is passed to the daemon (daemon.Options.ProxyHosts).
 	ProxyHosts map[string]string
+
+	// Reload, if set, reads the configuration again (the file, the
+	// environment, the flags) on SIGHUP. Nil: SIGHUP is logged and
+	// ignored, never fatal.
+	Reload func() (config.Config, error)
 }
 
 // Run serves until ctx ends, then shuts down cleanly and returns nil; an
@@ -148,18 +154,30 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	})
 
+	// SIGHUP reloads what can change live; by default it would kill us.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	var serveErr error
-	select {
-	case <-ctx.Done():
-		log.Info("harnessd stopping", "grace", cfg.Daemon.ShutdownGrace.Duration)
-	case serveErr = <-served:
-		log.Error("API server stopped", "err", serveErr)
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("harnessd stopping", "grace", d.Grace())
+			break wait
+		case serveErr = <-served:
+			log.Error("API server stopped", "err", serveErr)
+			break wait
+		case <-hup:
+			reload(opts.Reload, d, srv, log)
+		}
 	}
 	systemd.Stopping()
 	stopWatchdog()
 	wg.Wait()
 	srv.StopAccepting()
-	derr := d.Shutdown(context.Background(), cfg.Daemon.ShutdownGrace.Duration)
+	derr := d.Shutdown(context.Background(), d.Grace())
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
@@ -197,4 +215,25 @@ func tighten(dir, socket string, log *slog.Logger) {
 		return
 	}
 	log.Info("data directory narrowed to 0700", "dir", dir, "was", fi.Mode().Perm())
+}
+
+// reload applies a new configuration on SIGHUP: the daemon's and the API's
+// live settings; what needs a restart is named in the log and kept.
+func reload(load func() (config.Config, error), d *daemon.Daemon, srv *api.Server, log *slog.Logger) {
+	if load == nil {
+		log.Warn("SIGHUP: no configuration to reload (embedded daemon); ignored")
+		return
+	}
+	cfg, err := load()
+	if err != nil {
+		log.Error("SIGHUP: configuration not reloaded; the running one stays", "err", err)
+		return
+	}
+	applied, restart := d.Reload(cfg)
+	dm := cfg.Daemon
+	srv.SetLimits(api.AllowUsers(dm.AllowUIDs, dm.AllowGIDs), int64(dm.MaxBody), dm.BodyTimeout.Duration, dm.MaxConnsPerPeer)
+	if len(restart) > 0 {
+		log.Warn("SIGHUP: these settings changed but take effect only after a restart", "keys", restart)
+	}
+	log.Info("SIGHUP: configuration reloaded", "applied", applied)
 }

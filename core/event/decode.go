@@ -131,7 +131,7 @@ func decodeStored(data []byte) (e Event, ok bool) {
 	switch rest := data[c.i:]; {
 	case len(rest) == 1 && rest[0] == '}':
 		e.Payload, err = info.decode([]byte("{}"))
-	case len(rest) > 1 && rest[0] == ',':
+	case len(rest) > 1 && rest[0] == ',' && rest[1] == '"': // not ",}", which "{}" would hide
 		buf := objects.Get().(*[]byte)
 		*buf = append(append((*buf)[:0], '{'), rest[1:]...)
 		e.Payload, err = info.decode(*buf)
@@ -263,10 +263,9 @@ const (
 	seenKind
 )
 
-// decodeAny reads any form of an event, member by member, and reports the
-// first thing wrong, as v1 did: the envelope's members by hand, each of
-// the payload's as a one-member object merged into the payload by the JSON
-// package (those met before "kind" once it is known).
+// decodeAny reads any form of an event and reports the first thing wrong:
+// the envelope's members by hand, as they come; the payload's gathered into
+// one object, which the JSON package reads into the payload at the end.
 func decodeAny(data []byte) (Event, error) {
 	var e Event
 	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
@@ -277,32 +276,23 @@ func decodeAny(data []byte) (Event, error) {
 		return e, syntaxError(err)
 	}
 	var (
-		seen     uint
-		info     *kindInfo
-		into     func([]byte) error
-		done     func() Payload
-		deferred []payloadMember
-		names    = map[string]bool{}
+		seen    uint
+		info    *kindInfo
+		payload = []byte{'{'}
 	)
-	add := func(m payloadMember) error {
-		if err := into(m.obj); err != nil {
-			return valueError(err, info.kind, m)
-		}
-		if names[m.name] {
-			return fmt.Errorf("%w: offset %d: field %q appears twice", ErrMalformed, m.at, m.name)
-		}
-		names[m.name] = true
-		return nil
-	}
 	for dec.PeekKind() != '}' {
 		rawName, err := dec.ReadValue()
 		if err != nil {
 			return e, syntaxError(err)
 		}
 		name := unquote(rawName)
-		// The member as an object of its own, in case it is the payload's;
-		// rawName is valid only until the next read.
-		obj := append(append([]byte{'{'}, rawName...), ':')
+		// The member as the payload's, in case it is; rawName is valid
+		// only until the next read.
+		mark := len(payload)
+		if mark > 1 {
+			payload = append(payload, ',')
+		}
+		payload = append(append(payload, rawName...), ':')
 		raw, err := dec.ReadValue()
 		if err != nil {
 			return e, syntaxError(err)
@@ -312,27 +302,18 @@ func decodeAny(data []byte) (Event, error) {
 		if err != nil {
 			return e, err
 		}
-		if bit != 0 {
-			if seen&bit != 0 {
-				return e, fmt.Errorf("%w: offset %d: field %q appears twice", ErrMalformed, at, name)
-			}
-			seen |= bit
-			if bit == seenKind {
-				into, done = info.start()
-			}
-			continue
-		}
-		m := payloadMember{name: name, at: at, obj: append(append(obj, raw...), '}')}
-		if info == nil {
-			if depth(raw) > maxDepth {
+		if bit == 0 {
+			if info == nil && depth(raw) > maxDepth {
 				return e, fmt.Errorf("%w: offset %d: nested deeper than %d", ErrMalformed, at, maxDepth)
 			}
-			deferred = append(deferred, m)
+			payload = append(payload, raw...)
 			continue
 		}
-		if err := add(m); err != nil {
-			return e, err
+		payload = payload[:mark]
+		if seen&bit != 0 {
+			return e, fmt.Errorf("%w: offset %d: field %q appears twice", ErrMalformed, at, name)
 		}
+		seen |= bit
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return e, syntaxError(err)
@@ -343,20 +324,11 @@ func decodeAny(data []byte) (Event, error) {
 	if info == nil {
 		return e, fmt.Errorf("%w: event has no kind", ErrMalformed)
 	}
-	for _, m := range deferred {
-		if err := add(m); err != nil {
-			return e, err
-		}
+	var err error
+	if e.Payload, err = info.decode(append(payload, '}')); err != nil {
+		return Event{}, payloadError(err, info.kind)
 	}
-	e.Payload = done()
 	return e, nil
-}
-
-// payloadMember is one member of the payload, as an object of its own.
-type payloadMember struct {
-	name string
-	at   int64 // where its value starts
-	obj  []byte
 }
 
 // envelope decodes the envelope's member name, returning its bit, or 0 for
@@ -399,7 +371,6 @@ func (e *Event) envelope(name string, raw jsontext.Value, at int64, info **kindI
 		if err := json.Unmarshal(raw, &s, unmarshalOptions); err != nil {
 			return bad("time: %s", describe(err, raw))
 		}
-		e.Time = time.Time{}
 		if s != nil {
 			var err error
 			if e.Time, err = parseTime(*s); err != nil {
@@ -475,23 +446,23 @@ func syntaxError(err error) error {
 	return fmt.Errorf("%w: %v", ErrMalformed, err)
 }
 
-// valueError wraps an error of the JSON package decoding member m of a
-// payload of kind k.
-func valueError(err error, k Kind, m payloadMember) error {
-	if errors.Is(err, json.ErrUnknownName) {
-		// The pointer names the member, in a nested object if it is deeper
-		// than m.
-		var serr *json.SemanticError
-		if errors.As(err, &serr) && serr.JSONPointer.Parent() != "" {
-			return fmt.Errorf("%w: %s %s has no field %q", ErrUnknownField, k, serr.JSONPointer.Parent(), serr.JSONPointer.LastToken())
-		}
-		return fmt.Errorf("%w: %s has no field %q", ErrUnknownField, k, m.name)
-	}
+// payloadError wraps an error of the JSON package decoding a payload of
+// kind k.
+func payloadError(err error, k Kind) error {
 	var serr *json.SemanticError
-	if errors.As(err, &serr) && serr.JSONPointer != "" {
-		return fmt.Errorf("%w: offset %d: %s %s: %s", ErrMalformed, m.at, k, serr.JSONPointer, describe(err, serr.JSONValue))
+	var syn *jsontext.SyntacticError
+	switch {
+	case errors.Is(err, json.ErrUnknownName) && errors.As(err, &serr):
+		if parent := serr.JSONPointer.Parent(); parent != "" {
+			return fmt.Errorf("%w: %s %s has no field %q", ErrUnknownField, k, parent, serr.JSONPointer.LastToken())
+		}
+		return fmt.Errorf("%w: %s has no field %q", ErrUnknownField, k, serr.JSONPointer.LastToken())
+	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &syn):
+		return fmt.Errorf("%w: %s: field %q appears twice", ErrMalformed, k, syn.JSONPointer)
+	case errors.As(err, &serr):
+		return fmt.Errorf("%w: %s %s: %s", ErrMalformed, k, serr.JSONPointer, describe(err, nil))
 	}
-	return fmt.Errorf("%w: offset %d: %s %s: %s", ErrMalformed, m.at, k, m.name, describe(err, nil))
+	return fmt.Errorf("%w: %s: %s", ErrMalformed, k, describe(err, nil))
 }
 
 // describe says what was wrong with a value, as v1 said it.

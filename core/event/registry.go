@@ -38,11 +38,8 @@ type kindInfo struct {
 	class Class
 	typ   reflect.Type // T, a struct type
 
-	// decode unmarshals one JSON object of the payload's members; into
-	// merges one more object into a payload being decoded. Both hold T's
-	// type, so the codec needs no reflection of its own.
+	// decode unmarshals a JSON object of the payload's members into a T.
 	decode func(obj []byte) (Payload, error)
-	start  func() (into func(obj []byte) error, done func() Payload)
 }
 
 // registry is copied on write: lookups, on every Decode and AppendJSON, are
@@ -100,11 +97,6 @@ func Register[T Payload](kind Kind, class Class) {
 				return nil, err
 			}
 			return p, nil
-		},
-		start: func() (func([]byte) error, func() Payload) {
-			p := new(T)
-			return func(obj []byte) error { return json.Unmarshal(obj, p, unmarshalOptions) },
-				func() Payload { return *p }
 		},
 	}
 	regMu.Lock()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -205,19 +204,11 @@ func TestReadV1Store(t *testing.T) {
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
-	src, err := os.Open(from)
+	b, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
+	if err := os.WriteFile(to, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

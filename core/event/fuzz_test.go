@@ -11,8 +11,9 @@ import (
 )
 
 // FuzzDecode checks that Decode never panics, that whatever it accepts is
-// valid JSON, that a decoded event re-encodes, and that the encoding decodes
-// to the same value and re-encodes to the same bytes.
+// valid JSON and read alike by the fast path and the general one, that a
+// decoded event re-encodes, and that the encoding decodes to the same value
+// and re-encodes to the same bytes.
 func FuzzDecode(f *testing.F) {
 	for _, ev := range samples() {
 		b, err := ev.AppendJSON(nil)
@@ -44,6 +45,11 @@ func FuzzDecode(f *testing.F) {
 		}
 		if !json.Valid(data) {
 			t.Fatalf("Decode accepted invalid JSON %q", data)
+		}
+		if fast, ok := decodeStored(data); ok {
+			if slow, err := decodeAny(data); err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("the fast path reads %q as %#v; the general one as %#v, %v", data, fast, slow, err)
+			}
 		}
 		b, err := ev.AppendJSON(nil)
 		if err != nil {

@@ -135,7 +135,9 @@ func decodeStored(data []byte) (e Event, ok bool) {
 		buf := objects.Get().(*[]byte)
 		*buf = append(append((*buf)[:0], '{'), rest[1:]...)
 		e.Payload, err = info.decode(*buf)
-		objects.Put(buf)
+		if cap(*buf) <= 64<<10 { // a huge event's buffer is not kept
+			objects.Put(buf)
+		}
 	default:
 		return e, false
 	}

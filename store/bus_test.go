@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"testing"
@@ -77,5 +78,43 @@ func TestBusOnStore(t *testing.T) {
 			case <-time.After(20 * time.Millisecond):
 			}
 		})
+	}
+}
+
+// Bus.ReadRaw on the store streams the stored bytes: the same as reading
+// the events and encoding them again, from any seq.
+func TestBusReadRawOnStore(t *testing.T) {
+	small(t, 16, 256, sweepBudget)
+	s := openTest(t, nil)
+	ctx := t.Context()
+	mustCreate(t, s, "s")
+	bus := event.NewBus(s, nil)
+	defer bus.Close()
+	for i := range 100 {
+		if _, err := bus.Append(ctx, "s", cmd(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, after := range []uint64{0, 15, 99, 100} {
+		var want [][]byte
+		err := bus.Read(ctx, "s", after, func(ev event.Event) error {
+			b, err := ev.AppendJSON(nil)
+			want = append(want, b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := after + 1
+		err = bus.ReadRaw(ctx, "s", after, func(seq uint64, raw []byte) error {
+			if seq != next || seq-after > uint64(len(want)) || !bytes.Equal(raw, want[seq-after-1]) {
+				return fmt.Errorf("seq %d (want %d): %s", seq, next, raw)
+			}
+			next++
+			return nil
+		})
+		if err != nil || next-after-1 != uint64(len(want)) {
+			t.Errorf("ReadRaw after %d: %v, %d events, want %d", after, err, next-after-1, len(want))
+		}
 	}
 }

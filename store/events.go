@@ -188,6 +188,7 @@ const (
 
 // ReadRaw is Read without decoding: fn gets each event's exact stored JSON,
 // valid only until fn returns. An API streaming NDJSON needs nothing more.
+// It implements event.RawLog, so Bus.ReadRaw streams from the file.
 func (s *Store) ReadRaw(ctx context.Context, session string, after uint64, fn func(seq uint64, data []byte) error) error {
 	var c rawChunk
 	next := after + 1

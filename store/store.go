@@ -127,7 +127,7 @@ type sessState struct {
 	pending []uint64 // gids of seqs indexed+1 … lastSeq
 }
 
-var _ event.Log = (*Store)(nil)
+var _ event.RawLog = (*Store)(nil)
 
 // Open opens the store at path, creating it if it does not exist, and
 // recovers from a crash if the last process died mid-write. opts may be nil.

@@ -24,6 +24,17 @@ type Log interface {
 	Read(ctx context.Context, session string, after uint64, fn func(Event) error) error
 }
 
+// RawLog is a Log that can hand out events as they are stored, without
+// decoding them: a replay that only forwards events (an NDJSON stream)
+// needs nothing more. store.Store and MemLog implement it.
+type RawLog interface {
+	Log
+
+	// ReadRaw is Read without decoding: fn gets each event's seq and its
+	// flat JSON form as stored, valid only until fn returns.
+	ReadRaw(ctx context.Context, session string, after uint64, fn func(seq uint64, raw []byte) error) error
+}
+
 // BusOptions configures a Bus. Zero fields take the defaults.
 type BusOptions struct {
 	// Buffer is how many live events a subscriber can have waiting before
@@ -66,7 +77,7 @@ type subscriber struct {
 	kick chan struct{} // capacity 1: "live overflowed, read the log"
 }
 
-var _ Log = (*Bus)(nil)
+var _ RawLog = (*Bus)(nil)
 
 // NewBus returns a bus over log. opts may be nil.
 func NewBus(log Log, opts *BusOptions) *Bus {
@@ -114,6 +125,23 @@ func (b *Bus) Append(ctx context.Context, session string, evs ...Event) ([]Event
 // Read reads the log, as Log.Read does; the bus adds nothing.
 func (b *Bus) Read(ctx context.Context, session string, after uint64, fn func(Event) error) error {
 	return b.log.Read(ctx, session, after, fn)
+}
+
+// ReadRaw reads the log without decoding, as RawLog.ReadRaw does, when the
+// log is a RawLog; otherwise it reads events and encodes each again, which
+// gives the same bytes.
+func (b *Bus) ReadRaw(ctx context.Context, session string, after uint64, fn func(seq uint64, raw []byte) error) error {
+	if r, ok := b.log.(RawLog); ok {
+		return r.ReadRaw(ctx, session, after, fn)
+	}
+	var buf []byte
+	return b.log.Read(ctx, session, after, func(ev Event) error {
+		var err error
+		if buf, err = ev.AppendJSON(buf[:0]); err != nil {
+			return fmt.Errorf("session %s seq %d: %w", session, ev.Seq, err)
+		}
+		return fn(ev.Seq, buf)
+	})
 }
 
 // publish offers committed events to the session's subscribers without ever

@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -355,4 +356,54 @@ func ExampleBus_Subscribe() {
 	// Output:
 	// 1 cmd_run true
 	// 2 cmd_output false
+}
+
+// logOnly hides MemLog's ReadRaw: a Log that is not a RawLog.
+type logOnly struct{ Log }
+
+func TestBusReadRaw(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		log  func(*MemLog) Log
+	}{
+		{"raw log", func(l *MemLog) Log { return l }},
+		{"plain log", func(l *MemLog) Log { return logOnly{l} }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBus(tt.log(NewMemLog()), nil)
+			defer b.Close()
+			stored, err := b.Append(t.Context(), "s", samples()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seqs []uint64
+			var raws [][]byte
+			err = b.ReadRaw(t.Context(), "s", 2, func(seq uint64, raw []byte) error {
+				seqs = append(seqs, seq)
+				raws = append(raws, bytes.Clone(raw))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(raws) != len(stored)-2 {
+				t.Fatalf("read %d events after seq 2, want %d", len(raws), len(stored)-2)
+			}
+			for i, ev := range stored[2:] {
+				want, err := ev.AppendJSON(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if seqs[i] != ev.Seq || !bytes.Equal(raws[i], want) {
+					t.Errorf("seq %d: got %d %s, want %s", ev.Seq, seqs[i], raws[i], want)
+				}
+			}
+			stop := errors.New("stop")
+			n := 0
+			err = b.ReadRaw(t.Context(), "s", 0, func(uint64, []byte) error { n++; return stop })
+			if err != stop || n != 1 {
+				t.Errorf("ReadRaw with fn failing = %v after %d events", err, n)
+			}
+		})
+	}
 }

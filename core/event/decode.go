@@ -2,29 +2,44 @@ package event
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"reflect"
 	"strconv"
+	"sync"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
-	"unsafe"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// unmarshalOptions read a payload strictly: json v2 refuses duplicate
+// members and matches names exactly by default; unknown members are refused
+// too. Invalid UTF-8 in a string reads as U+FFFD, as v1 read it.
+var unmarshalOptions = json.JoinOptions(
+	json.RejectUnknownMembers(true),
+	jsontext.AllowInvalidUTF8(true),
 )
 
 // Decode parses one event in its flat JSON form. It is strict: the input
-// must be exactly one JSON object (surrounding whitespace aside) with a known
-// kind, only the envelope's and that kind's fields, each at most once and
-// spelled exactly, of the right JSON types. A field that is null counts as
-// absent. Errors wrap ErrMalformed, ErrUnknownKind, ErrUnknownField or
-// ErrUnsupportedVersion; when the event carries a version newer than this
-// build's, that is the error reported, whatever else is wrong with it.
+// must be exactly one JSON object (surrounding whitespace aside) with a
+// registered kind, only the envelope's and that kind's fields, each at most
+// once and spelled exactly, of the right JSON types. A field that is null
+// counts as absent. Errors wrap ErrMalformed, ErrUnknownKind,
+// ErrUnknownField or ErrUnsupportedVersion; when the event carries a
+// version newer than this build's, that is the error reported, whatever
+// else is wrong with it.
 //
 // Times are returned in UTC. Decode never panics, whatever the input.
 func Decode(data []byte) (Event, error) {
-	d := decoder{data: data}
-	var e Event
-	if err := d.event(&e); err != nil {
+	if e, ok := decodeStored(data); ok {
+		return e, nil
+	}
+	e, err := decodeAny(data)
+	if err != nil {
 		if v, ok := findVersion(data); ok && v > Version {
-			return Event{}, fmt.Errorf("%w: v%d (this build reads up to v%d; upgrade harnessd)", ErrUnsupportedVersion, v, Version)
+			return Event{}, versionError(v)
 		}
 		return Event{}, err
 	}
@@ -42,942 +57,485 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// fieldDecoder is implemented by a pointer to each payload type.
-type fieldDecoder interface {
-	// decodeField decodes the value at d for key and returns the field's
-	// index, below 32; -1 (and d not moved) for a key the payload does not
-	// have.
-	decodeField(key []byte, d *decoder) (field int, err error)
-	payload() Payload
+func versionError(v int64) error {
+	return fmt.Errorf("%w: v%d (this build reads up to v%d; upgrade harnessd)", ErrUnsupportedVersion, v, Version)
 }
 
-// newFieldDecoder returns a decoder for kind k's payload, or nil for a
-// kind this build does not know.
-func newFieldDecoder(k []byte) fieldDecoder {
-	switch Kind(k) {
-	case KindCmdRun:
-		return new(CmdRun)
-	case KindMessage:
-		return new(Message)
-	case KindFinish:
-		return new(Finish)
-	case KindDelegate:
-		return new(Delegate)
-	case KindCmdOutput:
-		return new(CmdOutput)
-	case KindInvalidAction:
-		return new(InvalidAction)
-	case KindHookVeto:
-		return new(HookVeto)
-	case KindNetConnect:
-		return new(NetConnect)
-	case KindAgentCrashed:
-		return new(AgentCrashed)
-	case KindSandboxStarted:
-		return new(SandboxStarted)
-	case KindSandboxStopped:
-		return new(SandboxStopped)
+// decodeStored is the fast path, for the form AppendJSON writes (what a
+// replay reads): the envelope's members in their order, plain (no spaces,
+// no escapes), then "kind", then only the payload's members, which go to
+// the payload type in one Unmarshal. It reads the envelope by hand because
+// replay decodes every event of a session and the replay figure needs it.
+// Any other form, and any error, is left to decodeAny, which reads every
+// form and says what is wrong.
+func decodeStored(data []byte) (e Event, ok bool) {
+	c := scan{b: data}
+	if !c.byte('{') {
+		return e, false
 	}
-	return nil
-}
-
-// maxDepth bounds nesting in values that are skipped over, so hostile input
-// cannot recurse deeply.
-const maxDepth = 64
-
-// decoder reads JSON from data, starting at pos.
-type decoder struct {
-	data []byte
-	pos  int
-}
-
-func (d *decoder) errorf(format string, args ...any) error {
-	return fmt.Errorf("%w: offset %d: %s", ErrMalformed, d.pos, fmt.Sprintf(format, args...))
-}
-
-func (d *decoder) ws() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
-
-// consume skips whitespace and then c, reporting whether c was there.
-func (d *decoder) consume(c byte) bool {
-	d.ws()
-	if d.pos < len(d.data) && d.data[d.pos] == c {
-		d.pos++
-		return true
-	}
-	return false
-}
-
-func (d *decoder) peek() byte {
-	if d.pos < len(d.data) {
-		return d.data[d.pos]
-	}
-	return 0
-}
-
-// deferredField is a payload field met before "kind": its value is decoded
-// once the kind is known.
-type deferredField struct {
-	key        []byte
-	start, end int
-}
-
-// event decodes the top-level object into e.
-func (d *decoder) event(e *Event) error {
-	if !d.consume('{') {
-		return d.errorf("expected an event object")
-	}
-	var (
-		fd       fieldDecoder
-		deferred []deferredField
-		f        fields
-	)
-	for {
-		key, ok, err := f.next(d)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		if err := d.eventField(e, &f, &fd, &deferred, key); err != nil {
-			return err
-		}
-	}
-	d.ws()
-	if d.pos != len(d.data) {
-		return d.errorf("data after the event object")
-	}
-	if fd == nil {
-		return fmt.Errorf("%w: event has no kind", ErrMalformed)
-	}
-	for _, df := range deferred {
-		sub := decoder{data: d.data[:df.end], pos: df.start}
-		if err := sub.payloadField(&f, fd, df.key); err != nil {
-			return err
-		}
-	}
-	e.Payload = fd.payload()
-	return nil
-}
-
-// Field indexes of the envelope, for duplicate detection; a payload's
-// fields follow them.
-const (
-	fieldV = iota
-	fieldSession
-	fieldSeq
-	fieldTime
-	fieldSource
-	fieldCause
-	fieldKind
-	envelopeFields
-)
-
-// eventField decodes the value of one top-level field.
-func (d *decoder) eventField(e *Event, f *fields, fd *fieldDecoder, deferred *[]deferredField, key []byte) error {
-	at := d.pos
-	field := -1
-	var err error
-	switch string(key) {
-	case "v":
-		field = fieldV
-		var v int64
-		if v, err = d.int(32); err != nil {
-			return err
-		}
-		if v < 0 {
-			return d.errorf("negative schema version %d", v)
-		}
-		if v > Version {
-			return fmt.Errorf("%w: v%d (this build reads up to v%d; upgrade harnessd)", ErrUnsupportedVersion, v, Version)
+	if c.name(`"v":`) {
+		v, ok := c.uint()
+		if !ok || v < 1 || v > Version {
+			return e, false
 		}
 		e.V = int(v)
-	case "session":
-		field = fieldSession
-		e.Session, err = d.str()
-	case "seq":
-		field = fieldSeq
-		e.Seq, err = d.uint()
-	case "time":
-		field = fieldTime
-		e.Time, err = d.time()
-	case "source":
-		field = fieldSource
-		var s []byte
-		if s, err = d.strBytes(); err != nil {
-			return err
+	}
+	if c.name(`"session":`) {
+		s, ok := c.str()
+		if !ok {
+			return e, false
 		}
-		switch Source(s) { // the constants, so decoding allocates nothing
-		case SourceAgent:
-			e.Source = SourceAgent
-		case SourceUser:
-			e.Source = SourceUser
-		case SourceHook:
-			e.Source = SourceHook
-		case SourceRuntime:
-			e.Source = SourceRuntime
-		case "":
-			e.Source = ""
-		default:
-			d.pos = at
-			return d.errorf("unknown source %q (want agent, user, hook or runtime)", s)
+		e.Session = string(s)
+	}
+	if c.name(`"seq":`) {
+		if e.Seq, ok = c.uint(); !ok {
+			return e, false
 		}
-	case "cause":
-		field = fieldCause
-		e.Cause, err = d.uint()
-	case "kind":
-		field = fieldKind
-		var k []byte
-		if k, err = d.strBytes(); err != nil {
-			return err
+	}
+	if c.name(`"time":`) {
+		s, ok := c.str()
+		if !ok {
+			return e, false
 		}
-		if k == nil {
-			d.pos = at
-			return d.errorf("kind is null")
+		var err error
+		if e.Time, err = parseTime(string(s)); err != nil {
+			return e, false
 		}
-		if *fd = newFieldDecoder(k); *fd == nil {
-			d.pos = at
-			return fmt.Errorf("%w %q", ErrUnknownKind, k)
+	}
+	if c.name(`"source":`) {
+		s, ok := c.str()
+		if !ok {
+			return e, false
+		}
+		if e.Source, ok = parseSource(s); !ok {
+			return e, false
+		}
+	}
+	if c.name(`"cause":`) {
+		if e.Cause, ok = c.uint(); !ok {
+			return e, false
+		}
+	}
+	if !c.name(`"kind":`) {
+		return e, false
+	}
+	k, ok := c.str()
+	if !ok {
+		return e, false
+	}
+	info := lookupBytes(k)
+	if info == nil {
+		return e, false
+	}
+	var err error
+	switch rest := data[c.i:]; {
+	case len(rest) == 1 && rest[0] == '}':
+		e.Payload, err = info.decode([]byte("{}"))
+	case len(rest) > 1 && rest[0] == ',' && rest[1] == '"': // not ",}", which "{}" would hide
+		buf := objects.Get().(*[]byte)
+		*buf = append(append((*buf)[:0], '{'), rest[1:]...)
+		e.Payload, err = info.decode(*buf)
+		if cap(*buf) <= 64<<10 { // a huge event's buffer is not kept
+			objects.Put(buf)
 		}
 	default:
-		if *fd == nil { // before "kind": decoded once the kind is known
-			if err = d.skip(0); err == nil {
-				*deferred = append(*deferred, deferredField{key, at, d.pos})
-			}
-			return err
-		}
-		return d.payloadField(f, *fd, key)
+		return e, false
 	}
-	if err != nil {
-		return err
-	}
-	return f.mark(d, at, key, field)
+	return e, err == nil
 }
 
-// payloadField decodes one of the payload's fields.
-func (d *decoder) payloadField(f *fields, fd fieldDecoder, key []byte) error {
-	at := d.pos
-	i, err := fd.decodeField(key, d)
-	if err != nil {
-		return err
-	}
-	if i < 0 {
-		return fmt.Errorf("%w: %s has no field %q", ErrUnknownField, fd.payload().Kind(), key)
-	}
-	return f.mark(d, at, key, envelopeFields+i)
-}
+// objects holds buffers for decodeStored's payload objects.
+var objects = sync.Pool{New: func() any { return new([]byte) }}
 
-// fields walks the members of an object whose '{' was consumed.
-type fields struct {
-	n    int
-	seen uint64 // bit i: field i has been decoded
-}
-
-// next reads the next member's key and its ':', leaving d at the value,
-// which the caller must consume before calling next again. ok is false once
-// the object's '}' is consumed.
-func (f *fields) next(d *decoder) (key []byte, ok bool, err error) {
-	if f.n == 0 {
-		if d.consume('}') {
-			return nil, false, nil
-		}
-	} else if !d.consume(',') {
-		if d.consume('}') {
-			return nil, false, nil
-		}
-		return nil, false, d.errorf("expected ',' or '}'")
+// lookupBytes is lookup for a kind read from the input, without copying it.
+func lookupBytes(k []byte) *kindInfo {
+	if m := registry.Load(); m != nil {
+		return (*m)[Kind(k)]
 	}
-	d.ws()
-	at := d.pos
-	if key, err = d.strBytes(); err != nil {
-		return nil, false, err
-	}
-	if key == nil {
-		d.pos = at
-		return nil, false, d.errorf("expected a field name")
-	}
-	f.n++
-	if !d.consume(':') {
-		return nil, false, d.errorf("expected ':' after field name")
-	}
-	d.ws()
-	return key, true, nil
-}
-
-// mark records that field i (whose value was at offset at) was decoded, and
-// refuses a field seen twice: with two values, which one counts is a guess.
-func (f *fields) mark(d *decoder, at int, key []byte, i int) error {
-	if f.seen&(1<<i) != 0 {
-		d.pos = at
-		return d.errorf("field %q appears twice", key)
-	}
-	f.seen |= 1 << i
 	return nil
 }
 
-// null consumes a null literal if one is next.
-func (d *decoder) null() bool {
-	if bytes.HasPrefix(d.data[d.pos:], []byte("null")) {
-		d.pos += 4
+// scan reads the plain JSON AppendJSON writes.
+type scan struct {
+	b []byte
+	i int
+	n int // members read
+}
+
+func (c *scan) byte(want byte) bool {
+	if c.i < len(c.b) && c.b[c.i] == want {
+		c.i++
 		return true
 	}
 	return false
 }
 
-// str decodes a string value; null is "".
-func (d *decoder) str() (string, error) {
-	b, fresh, err := d.scanString()
-	if fresh && len(b) > 0 {
-		// Decoded into a buffer nothing else holds: no need to copy it.
-		return unsafe.String(unsafe.SliceData(b), len(b)), err
+// name consumes the member name n (with its quotes and colon) and the
+// comma before it, if it is next.
+func (c *scan) name(n string) bool {
+	i := c.i
+	if c.n > 0 {
+		if i >= len(c.b) || c.b[i] != ',' {
+			return false
+		}
+		i++
 	}
-	return string(b), err
+	if !bytes.HasPrefix(c.b[i:], []byte(n)) {
+		return false
+	}
+	c.i = i + len(n)
+	c.n++
+	return true
 }
 
-// strBytes decodes a string (or null, returned as nil). The result may
-// alias the input.
-func (d *decoder) strBytes() ([]byte, error) {
-	b, _, err := d.scanString()
-	return b, err
+// str reads a string of printable ASCII without escapes.
+func (c *scan) str() ([]byte, bool) {
+	if !c.byte('"') {
+		return nil, false
+	}
+	for i := c.i; i < len(c.b); i++ {
+		switch ch := c.b[i]; {
+		case ch == '"':
+			s := c.b[c.i:i]
+			c.i = i + 1
+			return s, true
+		case ch < 0x20 || ch == '\\' || ch >= 0x7f:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
-// scanString decodes a string (or null, returned as nil). The result
-// aliases the input when the string has no escapes and is plain ASCII;
-// otherwise it is a fresh buffer (fresh is true).
-func (d *decoder) scanString() (b []byte, fresh bool, err error) {
-	if d.null() {
-		return nil, false, nil
-	}
-	if d.peek() != '"' {
-		return nil, false, d.errorf("expected a string")
-	}
-	d.pos++
-	start := d.pos
-	for i := start; i < len(d.data); i++ {
-		c := d.data[i]
-		switch {
-		case c == '"':
-			d.pos = i + 1
-			return d.data[start:i:i], false, nil
-		case c == '\\' || c < 0x20 || c >= utf8.RuneSelf:
-			b, err := d.slowString(start)
-			return b, err == nil, err
-		}
-	}
-	d.pos = len(d.data)
-	return nil, false, d.errorf("unterminated string")
-}
-
-// slowString decodes a string with escapes or non-ASCII bytes, from the
-// byte after its opening quote. Invalid UTF-8 and lone surrogates become
-// U+FFFD, as encoding/json decodes them.
-func (d *decoder) slowString(start int) ([]byte, error) {
-	// Size the buffer by the raw string, not the rest of the input: a
-	// document of many short escaped strings must not cost quadratic memory.
-	end := start
-	for end < len(d.data) && d.data[end] != '"' {
-		if d.data[end] == '\\' {
-			end++
-		}
-		end++
-	}
-	out := make([]byte, 0, min(end, len(d.data))-start)
-	i := start
-	for i < len(d.data) {
-		// Copy a run of plain ASCII at once.
-		j := i
-		for j < len(d.data) {
-			if c := d.data[j]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-				break
-			}
-			j++
-		}
-		out = append(out, d.data[i:j]...)
-		if i = j; i == len(d.data) {
-			break
-		}
-		c := d.data[i]
-		switch {
-		case c == '"':
-			d.pos = i + 1
-			return out, nil
-		case c < 0x20:
-			d.pos = i
-			return nil, d.errorf("control character 0x%02x in string", c)
-		case c == '\\':
-			if i+1 >= len(d.data) {
-				d.pos = i
-				return nil, d.errorf("unterminated escape")
-			}
-			esc := d.data[i+1]
-			i += 2
-			switch esc {
-			case '"', '\\', '/':
-				out = append(out, esc)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := hex4(d.data[i:])
-				if !ok {
-					d.pos = i
-					return nil, d.errorf(`bad \u escape`)
-				}
-				i += 4
-				if utf16.IsSurrogate(r) {
-					r = utf8.RuneError
-					if lo, ok := lowSurrogate(d.data[i:]); ok {
-						if pair := utf16.DecodeRune(rune(mustHex4(d.data[i-4:])), lo); pair != utf8.RuneError {
-							r = pair
-							i += 6
-						}
-					}
-				}
-				out = utf8.AppendRune(out, r)
-			default:
-				d.pos = i - 1
-				return nil, d.errorf("bad escape \\%c", esc)
-			}
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(d.data[i:])
-			if r == utf8.RuneError && size == 1 {
-				out = utf8.AppendRune(out, r) // invalid bytes become U+FFFD
-			} else {
-				out = append(out, d.data[i:i+size]...)
-			}
-			i += size
-		}
-	}
-	d.pos = len(d.data)
-	return nil, d.errorf("unterminated string")
-}
-
-// hex4 decodes four hex digits.
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
+// uint reads a positive integer without leading zeros that fits in 64 bits.
+func (c *scan) uint() (uint64, bool) {
+	start := c.i
+	var v uint64
+	for ; c.i < len(c.b) && '0' <= c.b[c.i] && c.b[c.i] <= '9'; c.i++ {
+		d := uint64(c.b[c.i] - '0')
+		if v > (1<<64-1-d)/10 {
 			return 0, false
 		}
-		r = r<<4 | rune(c)
+		v = v*10 + d
 	}
-	return r, true
+	return v, c.i > start && c.b[start] != '0'
 }
 
-func mustHex4(b []byte) rune { r, _ := hex4(b); return r }
-
-// lowSurrogate decodes a \uDC00-\uDFFF escape at the start of b.
-func lowSurrogate(b []byte) (rune, bool) {
-	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
-		return 0, false
-	}
-	r, ok := hex4(b[2:])
-	return r, ok && 0xdc00 <= r && r <= 0xdfff
-}
-
-// number scans a JSON number and returns its text and whether it is written
-// as an integer (no fraction, no exponent).
-func (d *decoder) number() (text []byte, integer bool, err error) {
-	start, i := d.pos, d.pos
-	data := d.data
-	digits := func() int {
-		n := 0
-		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i < len(data) && data[i] == '-' {
-		i++
-	}
-	if i < len(data) && data[i] == '0' {
-		i++
-	} else if digits() == 0 {
-		return nil, false, d.errorf("expected a number")
-	}
-	integer = true
-	if i < len(data) && data[i] == '.' {
-		i++
-		integer = false
-		if digits() == 0 {
-			d.pos = i
-			return nil, false, d.errorf("expected digits after '.'")
-		}
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		integer = false
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			d.pos = i
-			return nil, false, d.errorf("expected digits in exponent")
-		}
-	}
-	d.pos = i
-	return data[start:i], integer, nil
-}
-
-// int decodes an integer that fits in bits; null is 0.
-func (d *decoder) int(bits int) (int64, error) {
-	if d.null() {
-		return 0, nil
-	}
-	at := d.pos
-	text, integer, err := d.number()
+// parseTime reads an RFC 3339 time, in UTC, in years 0-9999.
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return 0, err
-	}
-	if !integer {
-		d.pos = at
-		return 0, d.errorf("expected an integer, got %s", text)
-	}
-	v, err := strconv.ParseInt(string(text), 10, bits)
-	if err != nil {
-		d.pos = at
-		return 0, d.errorf("integer %s out of range", text)
-	}
-	return v, nil
-}
-
-// uint decodes a non-negative integer; null is 0.
-func (d *decoder) uint() (uint64, error) {
-	if d.null() {
-		return 0, nil
-	}
-	at := d.pos
-	text, integer, err := d.number()
-	if err != nil {
-		return 0, err
-	}
-	if !integer || text[0] == '-' {
-		d.pos = at
-		return 0, d.errorf("expected a non-negative integer, got %s", text)
-	}
-	v, err := strconv.ParseUint(string(text), 10, 64)
-	if err != nil {
-		d.pos = at
-		return 0, d.errorf("integer %s out of range", text)
-	}
-	return v, nil
-}
-
-// float decodes a number; null is 0.
-func (d *decoder) float() (float64, error) {
-	if d.null() {
-		return 0, nil
-	}
-	at := d.pos
-	text, _, err := d.number()
-	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseFloat(string(text), 64)
-	if err != nil {
-		d.pos = at
-		return 0, d.errorf("number %s out of range", text)
-	}
-	return v, nil
-}
-
-// boolean decodes true or false; null is false.
-func (d *decoder) boolean() (bool, error) {
-	rest := d.data[d.pos:]
-	switch {
-	case bytes.HasPrefix(rest, []byte("true")):
-		d.pos += 4
-		return true, nil
-	case bytes.HasPrefix(rest, []byte("false")):
-		d.pos += 5
-		return false, nil
-	case d.null():
-		return false, nil
-	}
-	return false, d.errorf("expected true or false")
-}
-
-// time decodes an RFC 3339 time, returned in UTC; null is the zero time.
-func (d *decoder) time() (time.Time, error) {
-	at := d.pos
-	s, err := d.strBytes()
-	if err != nil || s == nil {
-		return time.Time{}, err
-	}
-	t, err := time.Parse(time.RFC3339Nano, string(s))
-	if err != nil {
-		d.pos = at
-		return time.Time{}, d.errorf("time %q is not RFC 3339", s)
+		return time.Time{}, fmt.Errorf("time %q is not RFC 3339", s)
 	}
 	t = t.UTC()
 	if y := t.Year(); y < 0 || y > 9999 {
-		d.pos = at
-		return time.Time{}, d.errorf("time %q outside years 0-9999", s)
+		return time.Time{}, fmt.Errorf("time %q outside years 0-9999", s)
 	}
 	return t, nil
 }
 
-// skip consumes one JSON value of any type, checking its syntax.
-func (d *decoder) skip(depth int) error {
-	if depth > maxDepth {
-		return d.errorf("nested deeper than %d", maxDepth)
+// parseSource returns the constants, so decoding allocates nothing.
+func parseSource(s []byte) (Source, bool) {
+	switch Source(s) {
+	case SourceAgent:
+		return SourceAgent, true
+	case SourceUser:
+		return SourceUser, true
+	case SourceHook:
+		return SourceHook, true
+	case SourceRuntime:
+		return SourceRuntime, true
+	case "":
+		return "", true
 	}
-	switch c := d.peek(); {
-	case c == '"':
-		_, err := d.strBytes()
-		return err
-	case c == '-' || ('0' <= c && c <= '9'):
-		_, _, err := d.number()
-		return err
-	case c == 't' || c == 'f':
-		_, err := d.boolean()
-		return err
-	case c == 'n':
-		if !d.null() {
-			return d.errorf("expected a value")
+	return "", false
+}
+
+// maxDepth bounds the nesting of members met before "kind", which are held
+// unread until the kind is known, as v1 bounded them.
+const maxDepth = 64
+
+// Bits of the envelope's members, to refuse one seen twice.
+const (
+	seenV = 1 << iota
+	seenSession
+	seenSeq
+	seenTime
+	seenSource
+	seenCause
+	seenKind
+)
+
+// decodeAny reads any form of an event and reports the first thing wrong:
+// the envelope's members by hand, as they come; the payload's gathered into
+// one object, which the JSON package reads into the payload at the end.
+func decodeAny(data []byte) (Event, error) {
+	var e Event
+	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if dec.PeekKind() != '{' {
+		return e, fmt.Errorf("%w: offset %d: expected an event object", ErrMalformed, dec.InputOffset())
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return e, syntaxError(err)
+	}
+	var (
+		seen    uint
+		info    *kindInfo
+		payload = []byte{'{'}
+	)
+	for dec.PeekKind() != '}' {
+		rawName, err := dec.ReadValue()
+		if err != nil {
+			return e, syntaxError(err)
 		}
-		return nil
-	case c == '[':
-		d.pos++
-		if d.consume(']') {
-			return nil
+		name := unquote(rawName)
+		// The member as the payload's, in case it is; rawName is valid
+		// only until the next read.
+		mark := len(payload)
+		if mark > 1 {
+			payload = append(payload, ',')
 		}
-		for {
-			d.ws()
-			if err := d.skip(depth + 1); err != nil {
-				return err
-			}
-			if d.consume(',') {
-				continue
-			}
-			if d.consume(']') {
-				return nil
-			}
-			return d.errorf("expected ',' or ']'")
+		payload = append(append(payload, rawName...), ':')
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return e, syntaxError(err)
 		}
-	case c == '{':
-		d.pos++
-		var f fields
-		for {
-			_, ok, err := f.next(d)
-			if err != nil || !ok {
-				return err
+		at := dec.InputOffset() - int64(len(raw))
+		bit, err := e.envelope(name, raw, at, &info)
+		if err != nil {
+			return e, err
+		}
+		if bit == 0 {
+			if info == nil && depth(raw) > maxDepth {
+				return e, fmt.Errorf("%w: offset %d: nested deeper than %d", ErrMalformed, at, maxDepth)
 			}
-			if err := d.skip(depth + 1); err != nil {
-				return err
+			payload = append(payload, raw...)
+			continue
+		}
+		payload = payload[:mark]
+		if seen&bit != 0 {
+			return e, fmt.Errorf("%w: offset %d: field %q appears twice", ErrMalformed, at, name)
+		}
+		seen |= bit
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return e, syntaxError(err)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return e, fmt.Errorf("%w: offset %d: data after the event object", ErrMalformed, dec.InputOffset())
+	}
+	if info == nil {
+		return e, fmt.Errorf("%w: event has no kind", ErrMalformed)
+	}
+	var err error
+	if e.Payload, err = info.decode(append(payload, '}')); err != nil {
+		return Event{}, payloadError(err, info.kind)
+	}
+	return e, nil
+}
+
+// envelope decodes the envelope's member name, returning its bit, or 0 for
+// a member that is not the envelope's.
+func (e *Event) envelope(name string, raw jsontext.Value, at int64, info **kindInfo) (uint, error) {
+	bad := func(format string, args ...any) (uint, error) {
+		return 0, fmt.Errorf("%w: offset %d: %s", ErrMalformed, at, fmt.Sprintf(format, args...))
+	}
+	switch name {
+	case "v":
+		var v int32
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return bad("v: %s", describe(err, raw))
+		}
+		if v < 0 {
+			return bad("negative schema version %d", v)
+		}
+		if v > Version {
+			return 0, versionError(int64(v))
+		}
+		e.V = int(v)
+		return seenV, nil
+	case "session":
+		if err := json.Unmarshal(raw, &e.Session, unmarshalOptions); err != nil {
+			return bad("session: %s", describe(err, raw))
+		}
+		return seenSession, nil
+	case "seq":
+		if err := json.Unmarshal(raw, &e.Seq); err != nil {
+			return bad("seq: %s", describe(err, raw))
+		}
+		return seenSeq, nil
+	case "cause":
+		if err := json.Unmarshal(raw, &e.Cause); err != nil {
+			return bad("cause: %s", describe(err, raw))
+		}
+		return seenCause, nil
+	case "time":
+		var s *string
+		if err := json.Unmarshal(raw, &s, unmarshalOptions); err != nil {
+			return bad("time: %s", describe(err, raw))
+		}
+		if s != nil {
+			var err error
+			if e.Time, err = parseTime(*s); err != nil {
+				return bad("%v", err)
+			}
+		}
+		return seenTime, nil
+	case "source":
+		var s string
+		if err := json.Unmarshal(raw, &s, unmarshalOptions); err != nil {
+			return bad("source: %s", describe(err, raw))
+		}
+		var ok bool
+		if e.Source, ok = parseSource([]byte(s)); !ok {
+			return bad("unknown source %q (want agent, user, hook or runtime)", s)
+		}
+		return seenSource, nil
+	case "kind":
+		var s *string
+		if err := json.Unmarshal(raw, &s, unmarshalOptions); err != nil {
+			return bad("kind: %s", describe(err, raw))
+		}
+		if s == nil {
+			return bad("kind is null")
+		}
+		if *info = lookup(Kind(*s)); *info == nil {
+			return 0, fmt.Errorf("%w %q", ErrUnknownKind, *s)
+		}
+		return seenKind, nil
+	}
+	return 0, nil
+}
+
+// unquote returns the text of a JSON string token.
+func unquote(raw jsontext.Value) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	s, _ := jsontext.AppendUnquote(nil, raw) // invalid UTF-8 is U+FFFD and an error
+	return string(s)
+}
+
+// depth returns how deeply a JSON value nests.
+func depth(raw []byte) int {
+	d, most := 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '[', '{':
+			d++
+			most = max(most, d)
+		case ']', '}':
+			d--
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
 			}
 		}
 	}
-	return d.errorf("expected a value")
+	return most
+}
+
+// syntaxError wraps an error of the JSON syntax.
+func syntaxError(err error) error {
+	var serr *jsontext.SyntacticError
+	if errors.As(err, &serr) {
+		return fmt.Errorf("%w: offset %d: %v", ErrMalformed, serr.ByteOffset, serr.Err)
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%w: unexpected end of input", ErrMalformed)
+	}
+	return fmt.Errorf("%w: %v", ErrMalformed, err)
+}
+
+// payloadError wraps an error of the JSON package decoding a payload of
+// kind k.
+func payloadError(err error, k Kind) error {
+	var serr *json.SemanticError
+	var syn *jsontext.SyntacticError
+	switch {
+	case errors.Is(err, json.ErrUnknownName) && errors.As(err, &serr):
+		if parent := serr.JSONPointer.Parent(); parent != "" {
+			return fmt.Errorf("%w: %s %s has no field %q", ErrUnknownField, k, parent, serr.JSONPointer.LastToken())
+		}
+		return fmt.Errorf("%w: %s has no field %q", ErrUnknownField, k, serr.JSONPointer.LastToken())
+	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &syn):
+		return fmt.Errorf("%w: %s: field %q appears twice", ErrMalformed, k, syn.JSONPointer)
+	case errors.As(err, &serr):
+		return fmt.Errorf("%w: %s %s: %s", ErrMalformed, k, serr.JSONPointer, describe(err, nil))
+	}
+	return fmt.Errorf("%w: %s: %s", ErrMalformed, k, describe(err, nil))
+}
+
+// describe says what was wrong with a value, as v1 said it.
+func describe(err error, raw []byte) string {
+	var serr *json.SemanticError
+	if !errors.As(err, &serr) || serr.GoType == nil {
+		var syn *jsontext.SyntacticError
+		if errors.As(err, &syn) {
+			return syn.Err.Error()
+		}
+		return err.Error()
+	}
+	if serr.JSONValue != nil {
+		raw = serr.JSONValue
+	}
+	got := serr.JSONKind.String()
+	if raw != nil {
+		got = string(raw)
+	}
+	switch t := serr.GoType; t.Kind() {
+	case reflect.String:
+		return "expected a string, got " + got
+	case reflect.Bool:
+		return "expected true or false, got " + got
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if serr.JSONKind != '0' || bytes.ContainsAny(raw, ".eE") {
+			return "expected an integer, got " + got
+		}
+		return "integer " + got + " out of range"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if serr.JSONKind != '0' || bytes.ContainsAny(raw, ".eE-") {
+			return "expected a non-negative integer, got " + got
+		}
+		return "integer " + got + " out of range"
+	case reflect.Float32, reflect.Float64:
+		if serr.JSONKind != '0' {
+			return "expected a number, got " + got
+		}
+		return "number " + got + " out of range"
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		if serr.JSONKind != '{' {
+			return "expected an object, got " + got
+		}
+	}
+	if serr.Err != nil {
+		return fmt.Sprintf("%v: %v", serr.GoType, serr.Err)
+	}
+	return fmt.Sprintf("cannot read %s into %v", got, serr.GoType)
 }
 
 // findVersion looks, leniently, for a top-level "v" holding an integer, so
 // that an event from a newer schema is reported as such even when it also
 // has fields or kinds this build does not know.
 func findVersion(data []byte) (int64, bool) {
-	d := decoder{data: data}
-	if !d.consume('{') {
+	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return 0, false
 	}
-	var f fields
-	for {
-		key, ok, err := f.next(&d)
-		if err != nil || !ok {
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadValue()
+		if err != nil {
 			return 0, false
 		}
-		if string(key) == "v" {
-			v, err := d.int(32)
+		value, err := dec.ReadValue()
+		if err != nil {
+			return 0, false
+		}
+		if unquote(name) == "v" {
+			v, err := strconv.ParseInt(string(value), 10, 32)
 			return v, err == nil
 		}
-		if d.skip(0) != nil {
-			return 0, false
-		}
 	}
-}
-
-// object decodes a nested object whose fields fn handles (returning the
-// field's index, or -1 for an unknown key); null leaves it absent (present
-// is false).
-func (d *decoder) object(fn func(key []byte) (int, error)) (present bool, err error) {
-	if d.null() {
-		return false, nil
-	}
-	if !d.consume('{') {
-		return false, d.errorf("expected an object")
-	}
-	var f fields
-	for {
-		key, ok, err := f.next(d)
-		if err != nil || !ok {
-			return true, err
-		}
-		at := d.pos
-		i, err := fn(key)
-		if err != nil {
-			return true, err
-		}
-		if i < 0 {
-			return true, fmt.Errorf("%w: object has no field %q", ErrUnknownField, key)
-		}
-		if err := f.mark(d, at, key, i); err != nil {
-			return true, err
-		}
-	}
-}
-
-// The payloads' field decoders return the field's index (for duplicate
-// detection) or -1 for a key the payload does not have.
-
-func (p *CmdRun) payload() Payload { return *p }
-
-func (p *CmdRun) decodeField(key []byte, d *decoder) (i int, err error) {
-	switch string(key) {
-	case "command":
-		p.Command, err = d.str()
-		return 0, err
-	case "is_input":
-		p.IsInput, err = d.boolean()
-		return 1, err
-	case "timeout_s":
-		p.TimeoutS, err = d.float()
-		return 2, err
-	case "reset":
-		p.Reset, err = d.boolean()
-		return 3, err
-	}
-	return -1, nil
-}
-
-func (p *Message) payload() Payload { return *p }
-
-func (p *Message) decodeField(key []byte, d *decoder) (i int, err error) {
-	if string(key) == "text" {
-		p.Text, err = d.str()
-		return 0, err
-	}
-	return -1, nil
-}
-
-func (p *Finish) payload() Payload { return *p }
-
-func (p *Finish) decodeField(key []byte, d *decoder) (i int, err error) {
-	if string(key) == "message" {
-		p.Message, err = d.str()
-		return 0, err
-	}
-	return -1, nil
-}
-
-func (p *Delegate) payload() Payload { return *p }
-
-func (p *Delegate) decodeField(key []byte, d *decoder) (i int, err error) {
-	switch string(key) {
-	case "agent":
-		p.Agent, err = d.str()
-		return 0, err
-	case "task":
-		p.Task, err = d.str()
-		return 1, err
-	}
-	return -1, nil
-}
-
-func (p *CmdOutput) payload() Payload { return *p }
-
-func (p *CmdOutput) decodeField(key []byte, d *decoder) (i int, err error) {
-	var n int64
-	switch string(key) {
-	case "exit_code":
-		n, err = d.int(strconv.IntSize)
-		p.ExitCode = int(n)
-		return 0, err
-	case "cwd":
-		p.Cwd, err = d.str()
-		return 1, err
-	case "output":
-		p.Output, err = d.str()
-		return 2, err
-	case "trimmed":
-		var t Trimmed
-		present, err := d.object(func(key []byte) (int, error) { return t.decodeField(key, d) })
-		if present && err == nil {
-			p.Trimmed = &t
-		}
-		return 3, err
-	case "duration_ms":
-		p.DurationMS, err = d.int(64)
-		return 4, err
-	case "timed_out":
-		p.TimedOut, err = d.boolean()
-		return 5, err
-	case "pid":
-		n, err = d.int(strconv.IntSize)
-		p.PID = int(n)
-		return 6, err
-	case "note":
-		p.Note, err = d.str()
-		return 7, err
-	case "shell_rebuilt":
-		p.ShellRebuilt, err = d.boolean()
-		return 8, err
-	}
-	return -1, nil
-}
-
-func (t *Trimmed) decodeField(key []byte, d *decoder) (i int, err error) {
-	var n int64
-	switch string(key) {
-	case "lines_total":
-		n, err = d.int(strconv.IntSize)
-		t.LinesTotal = int(n)
-		return 0, err
-	case "lines_omitted":
-		n, err = d.int(strconv.IntSize)
-		t.LinesOmitted = int(n)
-		return 1, err
-	case "bytes_omitted":
-		t.BytesOmitted, err = d.int(64)
-		return 2, err
-	case "output_id":
-		t.OutputID, err = d.str()
-		return 3, err
-	}
-	return -1, nil
-}
-
-func (p *InvalidAction) payload() Payload { return *p }
-
-func (p *InvalidAction) decodeField(key []byte, d *decoder) (i int, err error) {
-	switch string(key) {
-	case "reason":
-		p.Reason, err = d.str()
-		return 0, err
-	case "guidance":
-		p.Guidance, err = d.str()
-		return 1, err
-	}
-	return -1, nil
-}
-
-func (p *HookVeto) payload() Payload { return *p }
-
-func (p *HookVeto) decodeField(key []byte, d *decoder) (i int, err error) {
-	switch string(key) {
-	case "hook":
-		p.Hook, err = d.str()
-		return 0, err
-	case "reason":
-		p.Reason, err = d.str()
-		return 1, err
-	}
-	return -1, nil
-}
-
-func (p *AgentCrashed) payload() Payload { return *p }
-
-func (p *AgentCrashed) decodeField(key []byte, d *decoder) (i int, err error) {
-	if string(key) == "reason" {
-		p.Reason, err = d.str()
-		return 0, err
-	}
-	return -1, nil
-}
-
-func (p *SandboxStarted) payload() Payload { return *p }
-
-func (p *SandboxStarted) decodeField(key []byte, d *decoder) (i int, err error) {
-	switch string(key) {
-	case "driver":
-		p.Driver, err = d.str()
-		return 0, err
-	case "sandbox_id":
-		p.SandboxID, err = d.str()
-		return 1, err
-	case "workdir":
-		p.Workdir, err = d.str()
-		return 2, err
-	}
-	return -1, nil
-}
-
-func (p *SandboxStopped) payload() Payload { return *p }
-
-func (p *SandboxStopped) decodeField(key []byte, d *decoder) (i int, err error) {
-	switch string(key) {
-	case "sandbox_id":
-		p.SandboxID, err = d.str()
-		return 0, err
-	case "reason":
-		p.Reason, err = d.str()
-		return 1, err
-	}
-	return -1, nil
-}
-
-func (p *NetConnect) payload() Payload { return *p }
-
-func (p *NetConnect) decodeField(key []byte, d *decoder) (i int, err error) {
-	var n int64
-	switch string(key) {
-	case "method":
-		p.Method, err = d.str()
-		return 0, err
-	case "host":
-		p.Host, err = d.str()
-		return 1, err
-	case "port":
-		n, err = d.int(32)
-		p.Port = int(n)
-		return 2, err
-	case "allowed":
-		p.Allowed, err = d.boolean()
-		return 3, err
-	case "reason":
-		p.Reason, err = d.str()
-		return 4, err
-	case "status":
-		n, err = d.int(32)
-		p.Status = int(n)
-		return 5, err
-	case "closed":
-		p.Closed, err = d.boolean()
-		return 6, err
-	case "bytes_up":
-		p.BytesUp, err = d.int(64)
-		return 7, err
-	case "bytes_down":
-		p.BytesDown, err = d.int(64)
-		return 8, err
-	}
-	return -1, nil
+	return 0, false
 }

@@ -2,9 +2,12 @@ package event
 
 import "time"
 
-// Version is the schema version this build writes and the newest it reads.
-// Adding a field or a kind changes what strict decoding accepts, so it bumps
-// Version; decoders for older versions stay, so an old store stays readable.
+// Version is the schema version this build writes and the newest it reads:
+// the version of the envelope and of the built-in kinds. Adding a field to
+// them changes what strict decoding accepts, so it bumps Version; decoders
+// for older versions stay, so an old store stays readable. A kind
+// registered elsewhere is versioned by its own name: a new form is a new
+// kind.
 const Version = 1
 
 // Source says who caused an event.
@@ -27,10 +30,12 @@ func (s Source) Valid() bool {
 	return false
 }
 
-// Kind names an event's type; it is the "kind" field of the JSON form.
+// Kind names an event's type; it is the "kind" field of the JSON form. The
+// set of kinds is open: Register adds one, with its payload type and its
+// class (action or observation).
 type Kind string
 
-// Actions: what an agent (or a person) asks for.
+// The built-in actions: what an agent (or a person) asks for.
 const (
 	KindCmdRun   Kind = "cmd_run"
 	KindMessage  Kind = "message"
@@ -38,8 +43,8 @@ const (
 	KindDelegate Kind = "delegate"
 )
 
-// Observations: what happened, each answering an action (Cause) or
-// reporting on the runtime.
+// The built-in observations: what happened, each answering an action
+// (Cause) or reporting on the runtime.
 const (
 	KindCmdOutput      Kind = "cmd_output"
 	KindInvalidAction  Kind = "invalid_action"
@@ -49,37 +54,6 @@ const (
 	KindSandboxStopped Kind = "sandbox_stopped"
 	KindNetConnect     Kind = "net_connect"
 )
-
-// Kinds returns every known kind, actions first.
-func Kinds() []Kind {
-	return []Kind{
-		KindCmdRun, KindMessage, KindFinish, KindDelegate,
-		KindCmdOutput, KindInvalidAction, KindHookVeto, KindAgentCrashed, KindNetConnect,
-		KindSandboxStarted, KindSandboxStopped,
-	}
-}
-
-// IsAction reports whether k is an action kind.
-func (k Kind) IsAction() bool {
-	switch k {
-	case KindCmdRun, KindMessage, KindFinish, KindDelegate:
-		return true
-	}
-	return false
-}
-
-// IsObservation reports whether k is an observation kind.
-func (k Kind) IsObservation() bool {
-	switch k {
-	case KindCmdOutput, KindInvalidAction, KindHookVeto, KindAgentCrashed, KindNetConnect,
-		KindSandboxStarted, KindSandboxStopped:
-		return true
-	}
-	return false
-}
-
-// Valid reports whether k is a known kind.
-func (k Kind) Valid() bool { return k.IsAction() || k.IsObservation() }
 
 // Event is one recorded action or observation: an envelope and a typed
 // payload. Its JSON form is flat, the payload's fields beside the envelope's:
@@ -106,7 +80,8 @@ type Event struct {
 	Source Source
 	// Cause is the Seq of the action an observation answers; 0 if none.
 	Cause uint64
-	// Payload is the kind-specific part: one of the types in this package.
+	// Payload is the kind-specific part: a value of the type registered
+	// for its kind.
 	Payload Payload
 }
 
@@ -124,16 +99,12 @@ func (e Event) IsAction() bool { return e.Kind().IsAction() }
 // IsObservation reports whether e is an observation.
 func (e Event) IsObservation() bool { return e.Kind().IsObservation() }
 
-// Payload is the kind-specific part of an event. The set of payloads is
-// closed (the interface has unexported methods) because the codec must know
-// every kind to decode strictly.
+// Payload is the kind-specific part of an event: a value of the struct
+// type registered for its kind (see Register).
 type Payload interface {
-	// Kind names the payload's type.
+	// Kind names the payload's type. It is a method of the type, not of
+	// the value: every value of a type has the same kind.
 	Kind() Kind
-
-	// appendFields writes the payload's JSON fields, each preceded by a
-	// comma, for the flat form.
-	appendFields(b []byte) ([]byte, error)
 }
 
 // CmdRun runs a command in the session's shell (or, with IsInput, sends

@@ -12,16 +12,23 @@ import (
 // nothing survives the process. The daemon uses store.Store.
 type MemLog struct {
 	mu       sync.Mutex
-	sessions map[string][]Event
+	sessions map[string][]stored
 }
 
-var _ Log = (*MemLog)(nil)
+// stored is an event as MemLog keeps it: decoded, and its JSON, as a store
+// would write it.
+type stored struct {
+	ev  Event
+	raw []byte
+}
+
+var _ RawLog = (*MemLog)(nil)
 
 // NewMemLog returns an empty in-memory log.
-func NewMemLog() *MemLog { return &MemLog{sessions: make(map[string][]Event)} }
+func NewMemLog() *MemLog { return &MemLog{sessions: make(map[string][]stored)} }
 
-// Append implements Log. Events are checked by encoding them, as a store
-// would, so an event MemLog accepts is one the store accepts too.
+// Append implements Log. Events are encoded, as a store would, so an event
+// MemLog accepts is one the store accepts too, and ReadRaw has their bytes.
 func (l *MemLog) Append(ctx context.Context, session string, evs ...Event) ([]Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -31,6 +38,7 @@ func (l *MemLog) Append(ctx context.Context, session string, evs ...Event) ([]Ev
 	have := l.sessions[session]
 	now := time.Now().UTC()
 	out := make([]Event, len(evs))
+	add := make([]stored, len(evs))
 	for i, ev := range evs {
 		ev.V = Version
 		ev.Session = session
@@ -39,20 +47,31 @@ func (l *MemLog) Append(ctx context.Context, session string, evs ...Event) ([]Ev
 			ev.Time = now
 		}
 		ev.Time = ev.Time.UTC()
-		if _, err := ev.AppendJSON(nil); err != nil {
+		raw, err := ev.AppendJSON(nil)
+		if err != nil {
 			return nil, fmt.Errorf("append to session %s: %w", session, err)
 		}
 		out[i] = ev
+		add[i] = stored{ev, raw}
 	}
-	l.sessions[session] = append(have, out...)
+	l.sessions[session] = append(have, add...)
 	return out, nil
 }
 
 // Read implements Log. It copies events out in chunks and calls fn with no
 // lock held.
 func (l *MemLog) Read(ctx context.Context, session string, after uint64, fn func(Event) error) error {
+	return l.read(ctx, session, after, func(s stored) error { return fn(s.ev) })
+}
+
+// ReadRaw implements RawLog.
+func (l *MemLog) ReadRaw(ctx context.Context, session string, after uint64, fn func(seq uint64, raw []byte) error) error {
+	return l.read(ctx, session, after, func(s stored) error { return fn(s.ev.Seq, s.raw) })
+}
+
+func (l *MemLog) read(ctx context.Context, session string, after uint64, fn func(stored) error) error {
 	const chunk = 256
-	var buf []Event
+	var buf []stored
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -65,11 +84,11 @@ func (l *MemLog) Read(ctx context.Context, session string, after uint64, fn func
 		}
 		buf = append(buf[:0], have[after:min(uint64(len(have)), after+chunk)]...)
 		l.mu.Unlock()
-		for _, ev := range buf {
-			if err := fn(ev); err != nil {
+		for _, s := range buf {
+			if err := fn(s); err != nil {
 				return err
 			}
-			after = ev.Seq
+			after = s.ev.Seq
 		}
 	}
 }

@@ -405,14 +405,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		flusher.Flush() // the client sees the stream start before the first event
 	}
 	bw := bufio.NewWriterSize(w, 32<<10)
-	var buf []byte
-	err := s.d.Events(r.Context(), id, after, follow, func(ev event.Event) error {
-		var err error
-		if buf, err = ev.AppendJSON(buf[:0]); err != nil {
+	err := s.d.Events(r.Context(), id, after, follow, func(raw []byte) error {
+		if _, err := bw.Write(raw); err != nil {
 			return err
 		}
-		buf = append(buf, '\n')
-		if _, err := bw.Write(buf); err != nil {
+		if err := bw.WriteByte('\n'); err != nil {
 			return err
 		}
 		if follow {

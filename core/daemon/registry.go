@@ -339,31 +339,45 @@ func (d *Daemon) release(ls *liveSession) {
 	d.inflight.Done()
 }
 
-// Events calls fn with a session's events after seq after, in order. With
-// follow it then waits for new ones, and returns nil after the session's
-// last event (sandbox_stopped), at once for a session that has ended, or
-// an error when ctx ends.
-func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow bool, fn func(event.Event) error) error {
+// Events calls fn with a session's events after seq after, in order, each
+// as its flat JSON (valid only until fn returns). What is stored goes out
+// as stored, without decoding (a replay only forwards it); with follow,
+// the live tail follows, and Events returns nil after the session's last
+// event (sandbox_stopped), at once for a session that has ended, or an
+// error when ctx ends.
+func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow bool, fn func(raw []byte) error) error {
 	if _, err := d.Get(ctx, id); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	ls := d.live[id]
 	d.mu.Unlock()
-	if !follow || ls == nil {
-		return d.bus.Read(ctx, id, after, fn)
+	last := after
+	replay := func(from uint64) error {
+		return d.bus.ReadRaw(ctx, id, from, func(seq uint64, raw []byte) error {
+			last = seq
+			return fn(raw)
+		})
 	}
+	if err := replay(after); err != nil || !follow || ls == nil {
+		return err
+	}
+	// The live tail, from where the stored history ended.
 	sub, cancel := context.WithCancel(ctx)
 	defer cancel()
-	evs, errs := d.bus.Subscribe(sub, id, after)
-	last := after
+	evs, errs := d.bus.Subscribe(sub, id, last)
+	var buf []byte
 	for {
 		select {
 		case ev, ok := <-evs:
 			if !ok {
 				return <-errs
 			}
-			if err := fn(ev); err != nil {
+			var err error
+			if buf, err = ev.AppendJSON(buf[:0]); err != nil {
+				return err
+			}
+			if err := fn(buf); err != nil {
 				return err
 			}
 			last = ev.Seq
@@ -377,7 +391,7 @@ func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow boo
 			// history, then done, whatever the subscription has yet
 			// to deliver.
 			cancel()
-			return d.bus.Read(ctx, id, last, fn)
+			return replay(last)
 		}
 	}
 }

@@ -26,7 +26,12 @@
 // line, in file order (errors.As finds the first).
 //
 // Durations are TOML strings in Go's syntax ("10s", "1m30s"): see
-// Duration.
+// Duration. Settings may also be booleans, integers and floats of any
+// size (a value that does not fit is an error, never cut short),
+// strings, arrays of these, and tables: a fixed one, one of any keys
+// such as terminal.env, or an array of tables ([[x]]), to any depth; an
+// error inside an array of tables names the element ("x[1].name") and
+// its line.
 //
 // # Caveats
 //

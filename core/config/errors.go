@@ -28,6 +28,11 @@ var (
 	ErrInvalid = errors.New("config: invalid value")
 )
 
+// A setting whose Go type the decoder cannot fill (a chan, say) would be
+// a bug in harnessd rather than in the file: it is a *KeyError matching
+// errors.ErrUnsupported, and a test walking Config keeps it from
+// happening.
+
 // A SyntaxError reports a file that is not valid TOML.
 type SyntaxError struct {
 	File string // the name given to Parse, or the path given to Load
@@ -54,7 +59,7 @@ type KeyError struct {
 	Env  string // the environment variable the value came from, if it did
 	Key  string // the dotted key, e.g. "terminal.soft_timeout"
 	Msg  string // what is wrong; for ErrUnknownKey, a suggestion or ""
-	Err  error  // ErrUnknownKey, ErrType or ErrInvalid
+	Err  error  // ErrUnknownKey, ErrType or ErrInvalid (or errors.ErrUnsupported, a bug)
 }
 
 // Error returns "file:line: key: msg" (or "VAR: key: msg" for a value from
@@ -77,7 +82,8 @@ func (e *KeyError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the error's class: ErrUnknownKey, ErrType or ErrInvalid.
+// Unwrap returns the error's class: ErrUnknownKey, ErrType or ErrInvalid
+// (or errors.ErrUnsupported).
 func (e *KeyError) Unwrap() error { return e.Err }
 
 // where is the "file:line: " (or "VAR: ") prefix of an error message.

@@ -133,15 +133,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.src), "harness.toml")
-			if err == nil {
-				t.Fatalf("no error; want %s", tt.want)
-			}
-			if err.Error() != tt.want {
-				t.Errorf("got  %s\nwant %s", err, tt.want)
-			}
-			if !errors.Is(err, tt.class) {
-				t.Errorf("errors.Is(%v) false", tt.class)
-			}
+			checkError(t, err, tt.want, tt.class)
 			var line int
 			var se *SyntaxError
 			var ke *KeyError
@@ -160,6 +152,20 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("line %d, want %d", line, tt.line)
 			}
 		})
+	}
+}
+
+// checkError checks that err says want, and matches class.
+func checkError(t *testing.T, err error, want string, class error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; want %s", want)
+	}
+	if err.Error() != want {
+		t.Errorf("got  %s\nwant %s", err, want)
+	}
+	if !errors.Is(err, class) {
+		t.Errorf("errors.Is(%v) false", class)
 	}
 }
 

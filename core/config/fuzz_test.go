@@ -71,29 +71,7 @@ func FuzzParse(f *testing.F) {
 		if err.Error() == "" {
 			t.Fatal("empty error")
 		}
-		for _, e := range flatten(err) {
-			if e.Error() == "" {
-				t.Fatalf("empty error in %q", err)
-			}
-			var ke *KeyError
-			var se *SyntaxError
-			switch {
-			case errors.As(e, &ke):
-				if ke.File != "f.toml" || ke.Line < 1 || ke.Line > lines || ke.Key == "" {
-					t.Fatalf("%q: key error without a place: %+v", e, ke)
-				}
-				if !errors.Is(e, ErrUnknownKey) && !errors.Is(e, ErrType) && !errors.Is(e, ErrInvalid) {
-					t.Fatalf("%q: no class", e)
-				}
-			case errors.As(e, &se):
-				if tomlErr == nil {
-					t.Fatalf("syntax error %q for what the TOML library accepted", e)
-				}
-			case strings.HasPrefix(e.Error(), "... and "):
-			default:
-				t.Fatalf("%q: unexpected %T", e, e)
-			}
-		}
+		checkErrorPlaces(t, err, tomlErr, lines)
 
 		// The values Parse refuses are those Validate refuses (Parse may
 		// blame the other key of a pair, so compare counts).
@@ -107,6 +85,37 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkErrorPlaces checks the error of Parse or unmarshal on a document
+// of the given number of lines, which the TOML library accepted if tomlErr
+// is nil: each problem in it is a *KeyError with the name "f.toml", a line
+// and a class, or a *SyntaxError for what the library refused too.
+func checkErrorPlaces(t *testing.T, err, tomlErr error, lines int) {
+	t.Helper()
+	for _, e := range flatten(err) {
+		if e.Error() == "" {
+			t.Fatalf("empty error in %q", err)
+		}
+		var ke *KeyError
+		var se *SyntaxError
+		switch {
+		case errors.As(e, &ke):
+			if ke.File != "f.toml" || ke.Line < 1 || ke.Line > lines || ke.Key == "" {
+				t.Fatalf("%q: key error without a place: %+v", e, ke)
+			}
+			if !errors.Is(e, ErrUnknownKey) && !errors.Is(e, ErrType) && !errors.Is(e, ErrInvalid) {
+				t.Fatalf("%q: no class", e)
+			}
+		case errors.As(e, &se):
+			if tomlErr == nil {
+				t.Fatalf("syntax error %q for what the TOML library accepted", e)
+			}
+		case strings.HasPrefix(e.Error(), "... and "):
+		default:
+			t.Fatalf("%q: unexpected %T", e, e)
+		}
+	}
 }
 
 // flatten returns the errors joined in err, or err itself.

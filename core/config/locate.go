@@ -20,8 +20,22 @@ import (
 // own. It is meant for documents the library has accepted and does not
 // check syntax; on anything else it returns what it found and never
 // panics or loops.
-func keyLines(src string) map[string]int {
-	sc := scanner{s: src, lines: map[string]int{}}
+func keyLines(src string) map[string]int { return scan(src).lines }
+
+// A position is where the document first mentions a value: the line, and
+// the rank of that mention among all the document's (seq), so that the
+// keys of a table can be taken in the order they were written.
+type position struct{ line, seq int }
+
+// keyPositions returns the position of every key of a TOML document, as
+// keyLines does, and also of every table or array in an array, keyed by
+// path.String(): each element of an array of tables has its own keys
+// ("hooks[1].event"), where keyLines has one ("hooks.event").
+func keyPositions(src string) map[string]position { return scan(src).pos }
+
+// scan scans a document for keyLines and keyPositions.
+func scan(src string) *scanner {
+	sc := scanner{s: src, lines: map[string]int{}, pos: map[string]position{}, arrays: map[string]int{}}
 	for i := 0; i < len(src); i++ {
 		if src[i] == '\n' {
 			sc.nl = append(sc.nl, i)
@@ -30,7 +44,7 @@ func keyLines(src string) map[string]int {
 	sc.s = strings.TrimPrefix(src, "\ufeff")
 	sc.base = len(src) - len(sc.s)
 	sc.document()
-	return sc.lines
+	return &sc
 }
 
 type scanner struct {
@@ -38,7 +52,13 @@ type scanner struct {
 	i     int // offset in s
 	base  int // offset of s in the original source (a byte order mark)
 	nl    []int
-	lines map[string]int
+	lines map[string]int // for keyLines
+	pos   map[string]position
+
+	// arrays counts the elements of each array of tables seen so far
+	// ("[[hooks]]"), keyed by path.String(): a later header below it is
+	// in its last element.
+	arrays map[string]int
 }
 
 // line returns the 1-based line of offset i of s.
@@ -46,15 +66,26 @@ func (sc *scanner) line(i int) int {
 	return sort.SearchInts(sc.nl, sc.base+i) + 1
 }
 
-// record notes the line of path and of each of its parents not seen yet.
-func (sc *scanner) record(path toml.Key, at int) {
-	for n := 1; n <= len(path); n++ {
-		k := path[:n].String()
-		if _, ok := sc.lines[k]; !ok {
-			sc.lines[k] = sc.line(at)
+// record notes the position of p and of each of its parents not seen yet.
+func (sc *scanner) record(p path, at int) {
+	full, plain := p.prefixes()
+	// When a path is recorded so are its parents: look back only as far
+	// as the first one seen, so a deep document costs no more than its
+	// keys' length.
+	n := len(p)
+	for n > 0 && !hasKey(sc.pos, full[n-1]) {
+		n--
+	}
+	for ; n < len(p); n++ {
+		sc.pos[full[n]] = position{sc.line(at), len(sc.pos)}
+		if !hasKey(sc.lines, plain[n]) { // keyLines has no indices
+			sc.lines[plain[n]] = sc.line(at)
 		}
 	}
 }
+
+// hasKey reports whether m has the key k.
+func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 
 func (sc *scanner) peek() byte {
 	if sc.i < len(sc.s) {
@@ -97,7 +128,7 @@ func (sc *scanner) comment() {
 
 // document scans the top level: headers and key/value pairs.
 func (sc *scanner) document() {
-	var table toml.Key
+	var table path
 	for sc.i < len(sc.s) {
 		start := sc.i
 		sc.blanks(true)
@@ -107,10 +138,11 @@ func (sc *scanner) document() {
 		if sc.peek() == '[' {
 			at := sc.i
 			sc.i++
-			if sc.peek() == '[' {
+			array := sc.peek() == '['
+			if array {
 				sc.i++
 			}
-			table = sc.keyParts()
+			table = sc.header(sc.keyParts(), array)
 			if len(table) > 0 {
 				sc.record(table, at)
 			}
@@ -127,26 +159,51 @@ func (sc *scanner) document() {
 	}
 }
 
+// header returns the path of the table a header names: [a.b] or, if
+// array, [[a.b]], which adds an element to the array of tables a.b. A part
+// of the header that is an array of tables stands for its last element.
+func (sc *scanner) header(parts toml.Key, array bool) path {
+	var p path
+	for i, k := range parts {
+		p = p.child(k)
+		s := p.String()
+		if array && i == len(parts)-1 {
+			sc.arrays[s]++
+		}
+		if n := sc.arrays[s]; n > 0 {
+			p = p.elem(n - 1)
+		}
+	}
+	return p
+}
+
 // keyValue scans "key = value" below the table prefix.
-func (sc *scanner) keyValue(prefix toml.Key) {
+//
+// The paths of keys and values grow in place (append, without a copy, so
+// that depth costs no time squared): each is done with before a sibling
+// overwrites it, and record keeps strings, not paths.
+func (sc *scanner) keyValue(prefix path) {
 	at := sc.i
 	parts := sc.keyParts()
 	if len(parts) == 0 {
 		return
 	}
-	path := append(prefix[:len(prefix):len(prefix)], parts...)
-	sc.record(path, at)
+	p := prefix
+	for _, k := range parts {
+		p = append(p, step{key: k})
+	}
+	sc.record(p, at)
 	sc.blanks(false)
 	if sc.peek() != '=' {
 		return
 	}
 	sc.i++
 	sc.blanks(false)
-	sc.value(path)
+	sc.value(p)
 }
 
-// value scans one value; inline tables in it hold keys below path.
-func (sc *scanner) value(path toml.Key) {
+// value scans one value at p; inline tables in it hold keys below p.
+func (sc *scanner) value(p path) {
 	switch {
 	case sc.has(`"""`):
 		sc.i += 3
@@ -160,10 +217,21 @@ func (sc *scanner) value(path toml.Key) {
 		sc.literal()
 	case sc.peek() == '[':
 		sc.i++
-		sc.list(']', func() { sc.value(path) })
+		n := 0
+		sc.list(']', func() {
+			e := append(p, step{index: n, elem: true})
+			n++
+			if sc.peek() == '{' {
+				// A table, whose keys have this element's line. An
+				// array in an array has the line of its key: noting
+				// each would cost time squared in their depth.
+				sc.record(e, sc.i)
+			}
+			sc.value(e)
+		})
 	case sc.peek() == '{':
 		sc.i++
-		sc.list('}', func() { sc.keyValue(path) })
+		sc.list('}', func() { sc.keyValue(p) })
 	default:
 		// A number, boolean or datetime; a datetime may hold a space.
 		for sc.i < len(sc.s) && strings.IndexByte(",]}#\n", sc.s[sc.i]) < 0 {

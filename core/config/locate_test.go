@@ -68,3 +68,21 @@ func TestKeyLinesGarbage(t *testing.T) {
 		t.Errorf("empty: %v", got)
 	}
 }
+
+// TestKeyPositions: the tables in arrays have their own lines (an array
+// in an array has its key's), and the keys rank in the order they are
+// written in.
+func TestKeyPositions(t *testing.T) {
+	src := "[[p]]\nn = 1\n[[p]]\nn = 2\n[p.q]\n[[p.r]]\nk = 1\n[[p.r]]\n[[p]]\n" +
+		"x = [ { a = 1 },\n { b = [[1], 2, {c = 3}] } ]\n[[p.r]]\n"
+	want := map[string]position{
+		"p": {1, 0}, "p[0]": {1, 1}, "p[0].n": {2, 2}, "p[1]": {3, 3}, "p[1].n": {4, 4},
+		"p[1].q": {5, 5}, "p[1].r": {6, 6}, "p[1].r[0]": {6, 7}, "p[1].r[0].k": {7, 8}, "p[1].r[1]": {8, 9},
+		"p[2]": {9, 10}, "p[2].x": {10, 11}, "p[2].x[0]": {10, 12}, "p[2].x[0].a": {10, 13},
+		"p[2].x[1]": {11, 14}, "p[2].x[1].b": {11, 15}, "p[2].x[1].b[2]": {11, 16},
+		"p[2].x[1].b[2].c": {11, 17}, "p[2].r": {12, 18}, "p[2].r[0]": {12, 19},
+	}
+	if got := keyPositions(src); !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+}

@@ -59,6 +59,13 @@ func (h *harness) command(args ...string) *exec.Cmd {
 // serve starts `harnessd serve` and waits until it answers.
 func (h *harness) serve() *exec.Cmd {
 	h.t.Helper()
+	cmd, _ := h.serveLogged()
+	return cmd
+}
+
+// serveLogged is serve, also returning the daemon's log as it grows.
+func (h *harness) serveLogged() (*exec.Cmd, *syncBuffer) {
+	h.t.Helper()
 	cmd := h.command("serve", "--config", h.config, "--data", h.dir, "--socket", h.socket)
 	logs := new(syncBuffer)
 	cmd.Stderr = logs
@@ -77,7 +84,7 @@ func (h *harness) serve() *exec.Cmd {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if _, _, code := h.run("session", "ls"); code == 0 {
-			return cmd
+			return cmd, logs
 		}
 		if time.Now().After(deadline) {
 			h.t.Fatalf("daemon did not answer in 20s:\n%s", logs.String())
@@ -448,29 +455,7 @@ func TestStoreCompact(t *testing.T) {
 // broken file leaves the running configuration in place.
 func TestSIGHUP(t *testing.T) {
 	h := newHarness(t)
-	cmd := h.command("serve", "--config", h.config, "--data", h.dir, "--socket", h.socket)
-	logs := new(syncBuffer)
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", logs.String())
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, _, code := h.run("session", "ls"); code == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon did not answer:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	cmd, logs := h.serveLogged()
 	waitLog := func(s string) {
 		t.Helper()
 		for end := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), s); {

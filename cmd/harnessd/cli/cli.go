@@ -189,25 +189,8 @@ func (c *cmd) serve(args []string) int {
 	if fs.NArg() > 0 {
 		return c.usage("unexpected argument %q", fs.Arg(0))
 	}
-	cfg, err := LoadConfig(*path, c.env.Getenv)
-	if err != nil {
-		return c.usage("%v", err)
-	}
-	if *socket != "" {
-		cfg.Daemon.Socket = *socket
-	}
-	if *data != "" {
-		cfg.Daemon.DataDir = *data
-	}
-	if err := cfg.Validate(); err != nil {
-		return c.usage("%v", err)
-	}
-	level := slog.LevelInfo
-	if *debug {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level}))
-	reload := func() (config.Config, error) {
+	// The file, then the environment, then the flags; again on SIGHUP.
+	load := func() (config.Config, error) {
 		cfg, err := LoadConfig(*path, c.env.Getenv)
 		if err != nil {
 			return cfg, err
@@ -220,7 +203,16 @@ func (c *cmd) serve(args []string) int {
 		}
 		return cfg, cfg.Validate()
 	}
-	if err := serve.Run(c.ctx, serve.Options{Config: cfg, Logger: log, Reload: reload}); err != nil {
+	cfg, err := load()
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level}))
+	if err := serve.Run(c.ctx, serve.Options{Config: cfg, Logger: log, Reload: load}); err != nil {
 		log.Error("harnessd serve failed", "err", err)
 		return 1
 	}

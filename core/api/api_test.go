@@ -294,7 +294,13 @@ func TestHundredSessions(t *testing.T) {
 	}
 	slowDone := make(chan event.CmdOutput, 1)
 	go func() {
-		slowDone <- run(t, td.cl, "slow", "sleep 4; echo slept")
+		// Not run(): a t.Fatal here would leave the test waiting forever.
+		obs, err := td.cl.Act(ctx, "slow", event.SourceUser, event.CmdRun{Command: "sleep 4; echo slept"})
+		out, _ := obs.Payload.(event.CmdOutput)
+		if err != nil {
+			out.Note = "error: " + err.Error()
+		}
+		slowDone <- out
 	}()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

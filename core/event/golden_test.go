@@ -402,7 +402,8 @@ func newerSecondVersion(in []byte) bool {
 	return newer
 }
 
-func TestGoldenFiles(t *testing.T) {
+// goldenLines encodes goldenEvents.
+func goldenLines(t *testing.T) [][]byte {
 	var lines [][]byte
 	for _, ev := range goldenEvents() {
 		b, err := ev.AppendJSON(nil)
@@ -411,6 +412,11 @@ func TestGoldenFiles(t *testing.T) {
 		}
 		lines = append(lines, b)
 	}
+	return lines
+}
+
+func TestGoldenFiles(t *testing.T) {
+	lines := goldenLines(t)
 	corpus := decodeCorpus(t, lines)
 	if *update {
 		writeGolden(t, lines, corpus)
@@ -521,14 +527,7 @@ func TestFastPathAgrees(t *testing.T) {
 			t.Errorf("built-in kind %s has no plan", k)
 		}
 	}
-	var lines [][]byte
-	for _, ev := range goldenEvents() {
-		b, err := ev.AppendJSON(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, b)
-	}
+	lines := goldenLines(t)
 	fast := 0
 	for _, in := range decodeCorpus(t, lines) {
 		got, ok := decodeStored(in)

@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -305,11 +306,13 @@ var unmarshalerTypes = []reflect.Type{
 
 // newPlan returns the plan of struct type t, or nil if it has a field of
 // another type, a tag with an option other than omitempty and omitzero, an
-// embedded field or a method of unmarshalerTypes: json v2 reads those.
-func newPlan(t reflect.Type) *plan {
-	if t.Kind() != reflect.Struct || t.NumField() > maxPlanFields || hasUnmarshaler(t) {
+// embedded field, a method of unmarshalerTypes, or contains itself: json v2
+// reads those. within holds the struct types being planned.
+func newPlan(t reflect.Type, within ...reflect.Type) *plan {
+	if t.Kind() != reflect.Struct || t.NumField() > maxPlanFields || hasUnmarshaler(t) || slices.Contains(within, t) {
 		return nil
 	}
+	within = append(within, t)
 	p := &plan{}
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -353,7 +356,7 @@ func newPlan(t reflect.Type) *plan {
 			ft = ft.Elem()
 			fallthrough
 		case reflect.Struct:
-			if pf.sub = newPlan(ft); pf.sub == nil {
+			if pf.sub = newPlan(ft, within...); pf.sub == nil {
 				return nil
 			}
 		default:

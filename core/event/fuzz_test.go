@@ -31,6 +31,10 @@ func FuzzDecode(f *testing.F) {
 		`{"kind":"finish","time":"2025-01-02T03:04:05.123+14:00"}`,
 		`{"x":[1,{"y":null}],"kind":"finish"}`,
 		"{\"kind\":\"message\",\"text\":\"\xff\xfe\"}",
+		// Kinds registered by register_test.go, which has no plan and one
+		// that has.
+		`{"kind":"example.file_edit","path":"a","lines":[1,2],"labels":{"b":"2","a":"1"},"undo":{"backup":"x"}}`,
+		`{"v":1,"kind":"example.file_edited","bytes":-7}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -402,7 +402,8 @@ func newerSecondVersion(in []byte) bool {
 	return newer
 }
 
-func TestGoldenFiles(t *testing.T) {
+// goldenLines encodes goldenEvents.
+func goldenLines(t *testing.T) [][]byte {
 	var lines [][]byte
 	for _, ev := range goldenEvents() {
 		b, err := ev.AppendJSON(nil)
@@ -411,6 +412,11 @@ func TestGoldenFiles(t *testing.T) {
 		}
 		lines = append(lines, b)
 	}
+	return lines
+}
+
+func TestGoldenFiles(t *testing.T) {
+	lines := goldenLines(t)
 	corpus := decodeCorpus(t, lines)
 	if *update {
 		writeGolden(t, lines, corpus)
@@ -511,4 +517,31 @@ func readLines(t *testing.T, path string) [][]byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Every built-in kind is read by a plan on the fast path, and the fast path
+// reads every input of the corpus it takes as the general path does.
+func TestFastPathAgrees(t *testing.T) {
+	for _, k := range Kinds() {
+		if info := lookup(k); !strings.Contains(string(k), ".") && info.plan == nil {
+			t.Errorf("built-in kind %s has no plan", k)
+		}
+	}
+	lines := goldenLines(t)
+	fast := 0
+	for _, in := range decodeCorpus(t, lines) {
+		got, ok := decodeStored(in)
+		if !ok {
+			continue
+		}
+		fast++
+		want, err := decodeAny(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("fast path reads %q as\n%s\ngeneral path as\n%s, %v", in, dump(got), dump(want), err)
+		}
+	}
+	if fast < len(lines) {
+		t.Errorf("the fast path took %d inputs, fewer than the %d golden lines", fast, len(lines))
+	}
+	t.Logf("the fast path took %d inputs", fast)
 }

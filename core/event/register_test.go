@@ -165,6 +165,30 @@ func (notStruct) Kind() event.Kind      { return "example.not_struct" }
 func (wrongKind) Kind() event.Kind      { return "example.other" }
 func (embedsSource) Kind() event.Kind   { return "example.embeds_source" }
 
+// Tree contains itself: json v2 reads it (the fast path's plan would not
+// end).
+type Tree struct {
+	Name string `json:"name"`
+	Kid  *Tree  `json:"kid,omitempty"`
+}
+
+func (Tree) Kind() event.Kind { return "example.tree" }
+
+func TestRecursiveKind(t *testing.T) {
+	event.Register[Tree]("example.tree", event.Observation)
+	ev := event.Event{Payload: Tree{Name: "a", Kid: &Tree{Name: "b", Kid: &Tree{Name: "c"}}}}
+	b, err := ev.AppendJSON(nil)
+	if err != nil || string(b) != `{"kind":"example.tree","name":"a","kid":{"name":"b","kid":{"name":"c"}}}` {
+		t.Fatalf("AppendJSON = %s, %v", b, err)
+	}
+	if got, err := event.Decode(b); err != nil || !reflect.DeepEqual(got, ev) {
+		t.Errorf("Decode(%s) = %#v, %v", b, got, err)
+	}
+	if _, err := event.Decode([]byte(`{"kind":"example.tree","kid":{"kid":{"name":"c","Name":"d"}}}`)); !errors.Is(err, event.ErrUnknownField) {
+		t.Errorf("Decode with a wrongly-cased member three deep = %v", err)
+	}
+}
+
 func TestRegisterRefuses(t *testing.T) {
 	refuses := func(name, mention string, register func()) {
 		t.Helper()

@@ -3,6 +3,7 @@ package event
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,9 @@ type kindInfo struct {
 
 	// decode unmarshals a JSON object of the payload's members into a T.
 	decode func(obj []byte) (Payload, error)
+	// plan reads T on the fast path; nil if T is not made of the field
+	// types it knows.
+	plan *plan
 }
 
 // registry is copied on write: lookups, on every Decode and AppendJSON, are
@@ -99,17 +103,18 @@ func Register[T Payload](kind Kind, class Class) {
 			return p, nil
 		},
 	}
+	if p := newPlan(typ); p != nil && planAgrees[T](p) {
+		info.plan = p
+	}
 	regMu.Lock()
 	defer regMu.Unlock()
 	old := registry.Load()
 	if old != nil && (*old)[kind] != nil {
 		panic(fmt.Sprintf("event.Register(%q, %v): kind already registered with %v", kind, class, (*old)[kind].typ))
 	}
-	m := make(map[Kind]*kindInfo, len(regOrder)+1)
+	m := map[Kind]*kindInfo{}
 	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
+		m = maps.Clone(*old)
 	}
 	m[kind] = info
 	regOrder = append(regOrder, kind)
@@ -151,6 +156,17 @@ func checkKind[T Payload](kind Kind, class Class, typ reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// planAgrees reports whether json v2 takes every member name of p, so the
+// fast path and json v2 read T by the same names.
+func planAgrees[T Payload](p *plan) bool {
+	for _, f := range p.fields {
+		if json.Unmarshal([]byte(`{"`+f.name+`":null}`), new(T), unmarshalOptions) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func validKindName(k Kind) bool {

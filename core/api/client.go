@@ -236,3 +236,16 @@ func (c *Client) Reply(ctx context.Context, id string, r daemon.Reply) (daemon.R
 	err = c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/replies", body, &res)
 	return res, err
 }
+
+// Approvals lists the actions waiting for a person.
+func (c *Client) Approvals(ctx context.Context) ([]daemon.Approval, error) {
+	var l ApprovalList
+	err := c.do(ctx, http.MethodGet, "/v1/approvals", nil, &l)
+	return l.Approvals, err
+}
+
+// Decide approves or denies an action waiting for a person.
+func (c *Client) Decide(ctx context.Context, session string, seq uint64, approve bool) error {
+	body, _ := json.Marshal(Decision{Approve: approve})
+	return c.do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(session)+"/"+strconv.FormatUint(seq, 10), body, nil)
+}

@@ -249,6 +249,8 @@ func (s *Server) routes() {
 	s.route("/v1/sessions/{id}/replies", map[string]http.HandlerFunc{http.MethodPost: s.reply})
 	s.route("/v1/sessions/{id}/events", map[string]http.HandlerFunc{http.MethodGet: s.events})
 	s.route("/v1/outputs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.output})
+	s.route("/v1/approvals", map[string]http.HandlerFunc{http.MethodGet: s.listApprovals})
+	s.route("/v1/approvals/{session}/{seq}", map[string]http.HandlerFunc{http.MethodPost: s.decide})
 	s.route("/healthz", map[string]http.HandlerFunc{http.MethodGet: s.health})
 	s.route("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.d.Metrics().Handler().ServeHTTP})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -432,6 +434,47 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		bw.Write(append(line, '\n'))
 		bw.Flush()
 	}
+}
+
+// ApprovalList is the body of GET /v1/approvals.
+type ApprovalList struct {
+	Approvals []daemon.Approval `json:"approvals"`
+}
+
+// Decision is the body of POST /v1/approvals/{session}/{seq}.
+type Decision struct {
+	Approve bool `json:"approve"`
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, ApprovalList{Approvals: s.d.Approvals()})
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, "bad_request", "seq: want the waiting action's seq, got "+strconv.Quote(r.PathValue("seq")))
+		return
+	}
+	var dec struct {
+		Approve *bool `json:"approve"`
+	}
+	if !s.decodeJSON(w, r, &dec, false) {
+		return
+	}
+	if dec.Approve == nil {
+		s.fail(w, r, http.StatusBadRequest, "bad_request", `say {"approve": true} or {"approve": false}`)
+		return
+	}
+	by := "an unknown peer"
+	if p, ok := PeerFrom(r.Context()); ok {
+		by = fmt.Sprintf("uid %d (pid %d)", p.UID, p.PID)
+	}
+	if err := s.d.Decide(r.PathValue("session"), seq, *dec.Approve, by); err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // Page is the body of GET /v1/outputs/{id}: lines from_line..to_line of a

@@ -17,6 +17,26 @@ type Config struct {
 	Store    Store    `toml:"store"`
 	Daemon   Daemon   `toml:"daemon"`
 	Sandbox  Sandbox  `toml:"sandbox"`
+	Hooks    Hooks    `toml:"hooks"`
+}
+
+// Hooks is the [hooks] table: the Lua policies every action and
+// observation passes through.
+type Hooks struct {
+	// Builtin turns on the policies harnessd ships (hooks/policies):
+	// dangerous commands, secret redaction, trimming for test runners.
+	Builtin bool `toml:"builtin"`
+	// Dirs are directories (or single files) of *.lua policies, loaded in
+	// order after the built-in ones.
+	Dirs []string `toml:"dirs"`
+	// FailOpen lists the dirs whose action hooks, when they error or
+	// overrun their budget, allow the action instead of vetoing it.
+	FailOpen []string `toml:"fail_open"`
+	// Budget is the time one hook call may take.
+	Budget Duration `toml:"budget"`
+	// AskTimeout is how long an action a hook asked about waits for a
+	// person; then it is denied.
+	AskTimeout Duration `toml:"ask_timeout"`
 }
 
 // Daemon is the [daemon] table: harnessd serve's socket, who may use it,
@@ -196,6 +216,13 @@ func Default() Config {
 			Cols:        200,
 			Rows:        50,
 			Env:         map[string]string{},
+		},
+		Hooks: Hooks{
+			Builtin:    true,
+			Dirs:       []string{},
+			FailOpen:   []string{},
+			Budget:     Duration{50 * time.Millisecond},
+			AskTimeout: Duration{5 * time.Minute},
 		},
 		Trim: Trim{
 			Head:     40,

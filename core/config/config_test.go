@@ -49,8 +49,8 @@ func TestDefaultFileHasEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := settings(reflect.TypeFor[Config](), nil)
-	if len(keys) != 35 {
-		t.Errorf("Config has %d settings, this test expects 35: check the list below still means something", len(keys))
+	if len(keys) != 40 {
+		t.Errorf("Config has %d settings, this test expects 40: check the list below still means something", len(keys))
 	}
 	lines := strings.Split(string(data), "\n")
 	at := keyLines(string(data))
@@ -135,6 +135,7 @@ durability = "batch"
 		Store:   Store{Path: "/tmp/h.db", Durability: DurabilityBatch},
 		Daemon:  Default().Daemon,
 		Sandbox: Default().Sandbox,
+		Hooks:   Default().Hooks,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)

@@ -128,6 +128,20 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 	bounded("daemon.max_sessions", dm.MaxSessions, 1, 100000)
 	positive("daemon.shutdown_grace", dm.ShutdownGrace)
 
+	hk := &c.Hooks
+	positive("hooks.budget", hk.Budget)
+	positive("hooks.ask_timeout", hk.AskTimeout)
+	for i, d := range hk.Dirs {
+		if d == "" || strings.IndexByte(d, 0) >= 0 {
+			bad("hooks.dirs", "element %d is empty or holds a NUL", i+1)
+		}
+	}
+	for i, d := range hk.FailOpen {
+		if !slices.Contains(hk.Dirs, d) {
+			bad("hooks.fail_open", "element %d (%q) is not one of hooks.dirs", i+1, d)
+		}
+	}
+
 	sb := &c.Sandbox
 	if sb.Driver != DriverNative && sb.Driver != DriverNone {
 		bad("sandbox.driver", "must be %q or %q, got %s", DriverNative, DriverNone, quote(sb.Driver))

@@ -49,6 +49,9 @@ type Options struct {
 	RunDir  string
 	Metrics *Metrics // nil: a new one
 	Logger  *slog.Logger
+	// Hooks are the policies every action passes through (the Lua
+	// engine, adapted by cmd/harnessd/serve); nil allows everything.
+	Hooks pipeline.Hooks
 	// ProxyHosts maps host names to addresses for every session's egress
 	// proxy (network = "proxy"), trusted as given: for tests, and for
 	// embedders pointing a name at a local mirror.
@@ -64,10 +67,12 @@ type Daemon struct {
 	outputs trim.OutputStore
 	bus     *event.Bus
 	pipe    *pipeline.Pipeline
-	dataDir string
-	runDir  string
-	metrics *Metrics
-	log     *slog.Logger
+	// approvals holds the actions hooks asked a person about.
+	approvals *approvals
+	dataDir   string
+	runDir    string
+	metrics   *Metrics
+	log       *slog.Logger
 
 	driver     sandbox.Driver
 	cgroups    *cgroup.Manager // nil when the driver is none or cgroups are unusable
@@ -121,7 +126,8 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 
 		proxyHosts: opts.ProxyHosts,
 	}
-	d.pipe = pipeline.New(pipeline.Options{Done: d.actionDone})
+	d.approvals = newApprovals(func() time.Duration { return d.conf().Hooks.AskTimeout.Duration })
+	d.pipe = pipeline.New(pipeline.Options{Done: d.actionDone, Approver: d.approvals, Hooks: opts.Hooks})
 	if w, ok := opts.Store.(WriteChecker); ok {
 		d.metrics.watchStore(w.WriteErr)
 	}

@@ -69,10 +69,28 @@ func (NoHooks) AfterObservation(context.Context, *session.Session, event.Event, 
 	return nil
 }
 
-// Approver asks a person about an action a hook asked about, and waits for
-// the answer: approved or not, and who decided ("" when no one did, as on a
-// timeout). It must not hold anything a reader of the session needs: the
-// session stays readable while it waits.
+// Approver asks a person about a recorded action a hook asked about, and
+// waits for the answer: approved or not, and who decided ("" when no one
+// did, as on a timeout). It must not hold anything a reader of the session
+// needs: the session stays readable while it waits. An error (ctx ended)
+// is no decision; the action is answered as refused.
 type Approver interface {
-	Approve(ctx context.Context, s *session.Session, src event.Source, a event.Payload, d Decision) (approved bool, by string, err error)
+	Approve(ctx context.Context, s *session.Session, action event.Event, d Decision) (approved bool, by string, err error)
 }
+
+// Approval records a person's yes to an action a hook asked about; a no is
+// the hook_veto that answers the action instead.
+type Approval struct {
+	Approved bool   `json:"approved"`
+	By       string `json:"by"`
+	Hook     string `json:"hook,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// KindApproval is Approval's kind: an observation whose cause is the action.
+const KindApproval event.Kind = "approval"
+
+// Kind implements event.Payload.
+func (Approval) Kind() event.Kind { return KindApproval }
+
+func init() { event.Register[Approval](KindApproval, event.Observation) }

@@ -176,14 +176,6 @@ func (p *Pipeline) do(ctx context.Context, s *session.Session, src event.Source,
 			return p.veto(ctx, s, src, a, Decision{Verdict: Veto, Hook: dec.Hook, Reason: "the hook's rewrite is not a valid action: " + err.Error()})
 		}
 		a = dec.Action
-	case Ask:
-		ok, who, err := p.ask(ctx, s, src, a, dec)
-		if err != nil {
-			return Result{}, err
-		}
-		if !ok {
-			return p.veto(ctx, s, src, a, Decision{Verdict: Veto, Hook: dec.Hook, Reason: deniedReason(dec.Reason, who)})
-		}
 	case Veto:
 		return p.veto(ctx, s, src, a, dec)
 	}
@@ -192,6 +184,14 @@ func (p *Pipeline) do(ctx context.Context, s *session.Session, src event.Source,
 	action, err := s.Record(ctx, src, 0, a)
 	if err != nil {
 		return Result{}, err
+	}
+
+	// An action a hook asked about is in the log, waiting for a person;
+	// the decision is recorded, who made it with it.
+	if dec.Verdict == Ask {
+		if res, done, err := p.ask(ctx, s, action, dec); done {
+			return res, err
+		}
 	}
 	begin := time.Now()
 
@@ -283,6 +283,11 @@ func (p *Pipeline) veto(ctx context.Context, s *session.Session, src event.Sourc
 	if err != nil {
 		return Result{}, err
 	}
+	return p.refuse(ctx, s, action, dec)
+}
+
+// refuse answers a recorded action with a hook_veto.
+func (p *Pipeline) refuse(ctx context.Context, s *session.Session, action event.Event, dec Decision) (Result, error) {
 	obs, err := s.Record(ctx, event.SourceHook, action.Seq, event.HookVeto{Hook: dec.Hook, Reason: dec.Reason})
 	if err != nil {
 		return Result{Action: action}, err
@@ -290,13 +295,32 @@ func (p *Pipeline) veto(ctx context.Context, s *session.Session, src event.Sourc
 	return Result{Action: action, Observation: &obs, Outcome: Outcome{Observation: obs.Payload}}, nil
 }
 
-// ask waits for a person's decision on an action a hook asked about. With
-// no approver there is no one to ask, and the answer is no.
-func (p *Pipeline) ask(ctx context.Context, s *session.Session, src event.Source, a event.Payload, dec Decision) (bool, string, error) {
-	if p.opts.Approver == nil {
-		return false, "", nil
+// ask waits for a person's decision on a recorded action a hook asked
+// about, and records it. With no approver there is no one to ask, and the
+// answer is no. done means the action is answered (refused) or failed;
+// otherwise it was approved and runs.
+func (p *Pipeline) ask(ctx context.Context, s *session.Session, action event.Event, dec Decision) (Result, bool, error) {
+	ok, who := false, ""
+	if p.opts.Approver != nil {
+		var err error
+		ok, who, err = p.opts.Approver.Approve(ctx, s, action, dec)
+		if err != nil {
+			// The caller went away or the daemon is stopping: answer the
+			// action on a fresh context, so the log stays whole.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			res, rerr := p.refuse(rctx, s, action, Decision{Verdict: Veto, Hook: dec.Hook, Reason: "needs a person's approval (" + dec.Reason + "); no decision: " + err.Error()})
+			return res, true, errors.Join(err, rerr)
+		}
 	}
-	return p.opts.Approver.Approve(ctx, s, src, a, dec)
+	if !ok {
+		res, err := p.refuse(ctx, s, action, Decision{Verdict: Veto, Hook: dec.Hook, Reason: deniedReason(dec.Reason, who)})
+		return res, true, err
+	}
+	if _, err := s.Record(ctx, event.SourceUser, action.Seq, Approval{Approved: true, By: who, Hook: dec.Hook, Reason: dec.Reason}); err != nil {
+		return Result{Action: action}, true, err
+	}
+	return Result{}, false, nil
 }
 
 func deniedReason(reason, who string) string {

@@ -145,7 +145,7 @@ func (h *hooks) AfterObservation(_ context.Context, _ *session.Session, _ event.
 
 type approver struct{ yes bool }
 
-func (a approver) Approve(context.Context, *session.Session, event.Source, event.Payload, Decision) (bool, string, error) {
+func (a approver) Approve(context.Context, *session.Session, event.Event, Decision) (bool, string, error) {
 	return a.yes, "uid 1000", nil
 }
 

@@ -45,6 +45,8 @@ client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --
   events SESSION [-f] [--after N]          print a session's events (-f: follow until it ends)
   output ID [--lines A-B]                  print a stored full output, or lines A to B of it
   replay SESSION                           print a session's history as a transcript, checking it is whole
+  approvals                                list the actions a hook asked a person about
+  approve SESSION SEQ | deny SESSION SEQ   decide one (who decided is recorded)
 
   version                                  print the version
 `
@@ -90,6 +92,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return c.output(args[1:])
 	case "replay":
 		return c.replay(args[1:])
+	case "approvals":
+		return c.approvals(args[1:])
+	case "approve", "deny":
+		return c.decide(args[0], args[1:])
 	case "version", "--version":
 		fmt.Fprintln(env.Stdout, "harnessd", env.Version)
 		return 0
@@ -549,6 +555,61 @@ func oneLine(s string, max int) string {
 		s = string(r[:max]) + "…"
 	}
 	return s
+}
+
+func (c *cmd) approvals(args []string) int {
+	fs, socket := c.flags("approvals")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 0 {
+		return c.usage("takes no arguments")
+	}
+	list, err := c.client(*socket).Approvals(c.ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		c.printJSON(list)
+		return 0
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(c.env.Stdout, "no action is waiting for approval")
+		return 0
+	}
+	tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tSEQ\tWAITING\tHOOK\tREASON\tACTION")
+	for _, a := range list {
+		what, _ := a.Action.MarshalJSON()
+		if c, ok := a.Action.Payload.(event.CmdRun); ok {
+			what = []byte(c.Command)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.80s\n", a.Session, a.Seq, time.Since(a.Asked).Round(time.Second), a.Hook, a.Reason, what)
+	}
+	tw.Flush()
+	return 0
+}
+
+func (c *cmd) decide(verb string, args []string) int {
+	fs, socket := c.flags(verb)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 2 {
+		return c.usage("want SESSION SEQ (from harnessd approvals)")
+	}
+	seq, err := strconv.ParseUint(pos[1], 10, 64)
+	if err != nil {
+		return c.usage("SEQ %q: want the waiting action's seq", pos[1])
+	}
+	if err := c.client(*socket).Decide(c.ctx, pos[0], seq, verb == "approve"); err != nil {
+		return c.fail(err)
+	}
+	done := map[string]string{"approve": "approved", "deny": "denied"}[verb]
+	fmt.Fprintf(c.env.Stdout, "%s/%d: %s\n", pos[0], seq, done)
+	return 0
 }
 
 func (c *cmd) output(args []string) int {

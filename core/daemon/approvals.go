@@ -1,0 +1,121 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/pipeline"
+	"github.com/harnessd/harnessd/core/session"
+)
+
+// Approval is an action waiting for a person, as GET /v1/approvals shows it.
+type Approval struct {
+	Session  string      `json:"session"`
+	Seq      uint64      `json:"seq"`
+	Action   event.Event `json:"action"`
+	Hook     string      `json:"hook"`
+	Reason   string      `json:"reason"`
+	Asked    time.Time   `json:"asked"`
+	Deadline time.Time   `json:"deadline"`
+}
+
+type approvalKey struct {
+	session string
+	seq     uint64
+}
+
+type decision struct {
+	approved bool
+	by       string
+}
+
+// approvals holds the actions a hook asked about until a person decides,
+// or the timeout denies them. It is the pipeline's Approver; its waiters
+// hold the session's turn but nothing a reader of the session needs.
+type approvals struct {
+	timeout func() time.Duration
+
+	mu      sync.Mutex
+	waiting map[approvalKey]*waiter
+}
+
+type waiter struct {
+	Approval
+	decided chan decision // buffered 1; the first decision wins
+}
+
+var _ pipeline.Approver = (*approvals)(nil)
+
+func newApprovals(timeout func() time.Duration) *approvals {
+	return &approvals{timeout: timeout, waiting: map[approvalKey]*waiter{}}
+}
+
+// Approve waits for a decision on action.
+func (a *approvals) Approve(ctx context.Context, s *session.Session, action event.Event, d pipeline.Decision) (bool, string, error) {
+	now := time.Now().UTC()
+	timeout := a.timeout()
+	w := &waiter{
+		Approval: Approval{Session: s.ID(), Seq: action.Seq, Action: action, Hook: d.Hook, Reason: d.Reason, Asked: now, Deadline: now.Add(timeout)},
+		decided:  make(chan decision, 1),
+	}
+	k := approvalKey{s.ID(), action.Seq}
+	a.mu.Lock()
+	a.waiting[k] = w
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.waiting, k)
+		a.mu.Unlock()
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case dec := <-w.decided:
+		return dec.approved, dec.by, nil
+	case <-t.C:
+		return false, fmt.Sprintf("no one (hooks.ask_timeout, %v, passed)", timeout), nil
+	case <-ctx.Done():
+		return false, "", ctx.Err()
+	}
+}
+
+// list returns the actions waiting, oldest first.
+func (a *approvals) list() []Approval {
+	a.mu.Lock()
+	out := make([]Approval, 0, len(a.waiting))
+	for _, w := range a.waiting {
+		out = append(out, w.Approval)
+	}
+	a.mu.Unlock()
+	slices.SortFunc(out, func(x, y Approval) int { return x.Asked.Compare(y.Asked) })
+	return out
+}
+
+// decide gives the decision on one waiting action.
+func (a *approvals) decide(session string, seq uint64, approved bool, by string) error {
+	a.mu.Lock()
+	w := a.waiting[approvalKey{session, seq}]
+	a.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("%w: no action %s/%d is waiting for approval", ErrNotFound, session, seq)
+	}
+	select {
+	case w.decided <- decision{approved, by}:
+		return nil
+	default:
+		return fmt.Errorf("%w: action %s/%d was decided already", ErrExists, session, seq)
+	}
+}
+
+// Approvals returns the actions waiting for a person, oldest first.
+func (d *Daemon) Approvals() []Approval { return d.approvals.list() }
+
+// Decide approves or denies an action waiting for a person; by names who
+// decided (the API gives the client's uid), and is recorded.
+func (d *Daemon) Decide(session string, seq uint64, approve bool, by string) error {
+	return d.approvals.decide(session, seq, approve, by)
+}

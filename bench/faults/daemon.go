@@ -230,6 +230,13 @@ func tail(path string, n int) string {
 // shellsLeft lists the pids of processes whose environment carries the
 // run's token: the shells (and what they ran) of daemons that are gone.
 func shellsLeft(token string) []int {
+	return procsLeft(token, "")
+}
+
+// procsLeft lists the pids of processes whose environment carries token,
+// or, when bin is set, that run bin (a sandbox's init is harnessd
+// re-executed); never this process.
+func procsLeft(token, bin string) []int {
 	want := []byte("FAULTS_TOKEN=" + token + "\x00")
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
@@ -237,6 +244,12 @@ func shellsLeft(token string) []int {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
 			continue
+		}
+		if bin != "" {
+			if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
+				pids = append(pids, pid)
+				continue
+			}
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
 		if err != nil {
@@ -249,13 +262,13 @@ func shellsLeft(token string) []int {
 	return pids
 }
 
-// waitShellsGone waits up to d for the token's processes to end, then
-// kills what is left (they are ours: started by our daemons) and returns
-// how many that was.
-func waitShellsGone(token string, d time.Duration) int {
+// waitGone waits up to d for the processes procsLeft finds to end, then
+// kills what is left (they are ours: started by our daemons, none of
+// which runs now) and returns how many that was.
+func waitGone(token, bin string, d time.Duration) int {
 	deadline := time.Now().Add(d)
 	for {
-		left := shellsLeft(token)
+		left := procsLeft(token, bin)
 		if len(left) == 0 {
 			return 0
 		}

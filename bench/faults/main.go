@@ -27,7 +27,8 @@
 //     session's seqs run from 1 with no gap or duplicate; every action has
 //     exactly one answer (the restart answers the ones that were running
 //     with a cmd_output whose note says the daemon stopped); every session
-//     is interrupted; no shell outlives its daemon by more than 5 seconds.
+//     is interrupted; no shell or sandbox init outlives its daemon by more
+//     than 5 seconds.
 //   - disk: for each durability mode, the data directory on an 8 MiB tmpfs
 //     (mounted here; skipped only if the kernel refuses the mount), filled
 //     until the store cannot write, under load from three sessions. Every
@@ -125,8 +126,12 @@ var parts = []part{
 
 // harness is one run: its options, binary, directory and randomness.
 type harness struct {
-	opts     options
-	bin      string
+	opts options
+	bin  string
+	// ownBin is bin when this run built it (a binary nothing else runs),
+	// so that processes running it after their daemon is gone are ours
+	// to count and kill; "" with -harnessd.
+	ownBin   string
 	dir      string
 	driver   string
 	token    string // in every shell's environment, to find shells left behind
@@ -203,6 +208,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	rep.Header.Harnessd = h.bin
+	if o.harnessd == "" {
+		h.ownBin = h.bin
+	}
 
 	for _, pt := range parts {
 		if o.only != nil && !o.only[pt.name] {
@@ -245,7 +253,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.writeText(stdout)
 	}
 	// A leftover shell would be ours: never leave one running.
-	if n := waitShellsGone(h.token, 0); n > 0 {
+	if n := waitGone(h.token, h.ownBin, 0); n > 0 {
 		fmt.Fprintf(stderr, "faults: killed %d process(es) the daemons left\n", n)
 	}
 	if !rep.Pass {

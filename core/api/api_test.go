@@ -712,6 +712,39 @@ func TestSlowClients(t *testing.T) {
 		t.Fatalf("trickling body: %d, want 408", resp.StatusCode)
 	}
 	c.Close()
+
+	// Answered or not, a body that keeps trickling does not keep its
+	// connection: the server's drain of an unread body after the handler
+	// gives up at the body timeout too, for a handler that read part of
+	// it (an action) and for one that reads none (health).
+	for _, req := range []string{"POST /v1/sessions/s/actions", "GET /healthz"} {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "%s HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{", req)
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+				if _, err := c.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}()
+		t0 := time.Now()
+		c.SetReadDeadline(t0.Add(5 * time.Second))
+		_, err = io.Copy(io.Discard, c)
+		close(stop)
+		if err != nil {
+			t.Fatalf("%s with a trickling body: still open after %v: %v", req, time.Since(t0).Round(time.Millisecond), err)
+		}
+	}
 	time.Sleep(200 * time.Millisecond) // the server sees both closes
 
 	// Four connections are the cap; a fifth is closed at once, and once one

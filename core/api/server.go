@@ -162,6 +162,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // ServeHTTP checks the peer, then routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body != http.NoBody {
+		// Whoever reads a body reads it within the body timeout: a handler
+		// (readBody), or net/http itself, which drains up to 256 KiB of a
+		// body the handler left unread before it answers or reuses the
+		// connection, and with no deadline would wait on a client for as
+		// long as it trickles.
+		if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.live.Load().BodyTimeout)); err != nil {
+			s.opts.Logger.Warn("api: no body deadline", "err", err)
+		}
+	}
 	if p, ok := PeerFrom(r.Context()); !ok || !s.live.Load().Allow(p) {
 		who := "an unknown peer"
 		if ok {
@@ -537,17 +547,13 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // Version is reported by /healthz; cmd/harnessd sets it.
 var Version = "dev"
 
-// readBody reads the whole body within MaxBody and BodyTimeout.
+// readBody reads the whole body within MaxBody and within BodyTimeout of
+// the request's start (ServeHTTP set the deadline).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(s.live.Load().BodyTimeout)); err != nil {
-		s.opts.Logger.Warn("api: no body deadline", "err", err)
-	}
 	body, err := io.ReadAll(r.Body)
-	// No deadline past the body: the server's background read, which
-	// notices a client that hangs up mid-action, must not time out.
-	rc.SetReadDeadline(time.Time{})
 	if err != nil {
+		// The deadline stays: net/http's drain of the rest gives up at
+		// once, and the connection is closed.
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			w.Header().Set("Connection", "close")
 			s.fail(w, r, http.StatusRequestTimeout, "body_timeout", fmt.Sprintf("the request body did not arrive within %v", s.live.Load().BodyTimeout))
@@ -561,6 +567,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		s.fail(w, r, http.StatusBadRequest, "bad_request", "reading the body: "+err.Error())
 		return nil, false
 	}
+	// No deadline past the body: the server's background read, which
+	// notices a client that hangs up mid-action, must not time out.
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
 	return body, true
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,6 +233,24 @@ func TestReply(t *testing.T) {
 	res, err = p.DoReply(context.Background(), s, src, a)
 	if err != nil || res.Action == nil || res.Action.Source != event.SourceAgent || res.Observation.Payload.(event.CmdOutput).Output != "hi\n" {
 		t.Fatalf("%+v, %v", res, err)
+	}
+	// A reply that parses into an action Do would refuse is malformed
+	// model output too: answered with invalid_action, nothing run.
+	for _, r := range []Reply{
+		{Text: "```bash\necho a\x00b\n```"},
+		{Tool: "bash", Arguments: []byte(`{"command":"echo \u0000"}`)},
+	} {
+		src, a, err := r.Parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.DoReply(context.Background(), s, src, a)
+		if err != nil || res.Action != nil || res.Observation == nil {
+			t.Fatalf("%+v: %+v, %v; want an invalid_action and no action", r, res, err)
+		}
+		if ia, ok := res.Observation.Payload.(event.InvalidAction); !ok || !strings.Contains(ia.Reason, "NUL") {
+			t.Fatalf("%+v: observation %+v, want an invalid_action naming the NUL", r, res.Observation)
+		}
 	}
 	for _, r := range []Reply{{}, {Text: "x", Tool: "bash"}, {Text: "x", Source: event.SourceRuntime}} {
 		if _, _, err := r.Parse(); !errors.Is(err, ErrInvalid) {

@@ -44,9 +44,27 @@ func (r Reply) Parse() (event.Source, event.Payload, error) {
 		return "", nil, fmt.Errorf("%w: source %q: a reply comes from agent, user or hook", ErrInvalid, src)
 	}
 	if r.Tool != "" {
-		return src, parse.ToolCall(r.Tool, r.Arguments), nil
+		return src, invalidAsObserved(parse.ToolCall(r.Tool, r.Arguments)), nil
 	}
-	return src, parse.Text(r.Text), nil
+	return src, invalidAsObserved(parse.Text(r.Text)), nil
+}
+
+// invalidAsObserved turns an action parsed from a reply that Do would
+// refuse (a NUL byte in its command, say) into the invalid_action it is:
+// malformed model output is answered for the model to read next turn,
+// never refused with nothing recorded.
+func invalidAsObserved(a event.Payload) event.Payload {
+	v, ok := a.(interface{ Validate() error })
+	if !ok {
+		return a
+	}
+	if err := v.Validate(); err != nil {
+		return event.InvalidAction{
+			Reason:   fmt.Sprintf("invalid %s: %v", a.Kind(), err),
+			Guidance: "Nothing was run. Resend the action with that fixed.",
+		}
+	}
+	return a
 }
 
 // DoReply takes a parsed reply through the pipeline: an action goes through

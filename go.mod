@@ -7,8 +7,10 @@ require (
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/creack/pty v1.1.24
 	github.com/prometheus/client_golang v1.25.0
+	github.com/yuin/gopher-lua v1.1.2
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.50.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -1,0 +1,600 @@
+package shcmd
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// word is one argv word after quote removal: its text, whether it is fully
+// literal, and, when it is not, whether text is still a fair guess at its
+// value (a positional parameter of a call whose arguments we saw).
+type word struct {
+	text    string
+	lit     bool
+	guessed bool
+}
+
+// known reports whether w's text says what the word will be (for certain,
+// or as a fair guess).
+func (w word) known() bool { return w.lit || w.guessed }
+
+// params are the positional parameters of a function call or of a
+// bash -c STRING NAME ARGS…; as values of the words given there, they are
+// guesses (shift and set -- can change them).
+type params struct {
+	zero  word
+	words []word
+}
+
+// ctx is what the walk knows about the place of a command.
+type ctx struct {
+	via    []string
+	feeds  []string
+	redirs []Redirect
+	stdin  *word   // text on stdin when it is known (a here-document, echo … |)
+	params *params // nil: not known
+	open   bool    // arguments are appended at run time (xargs, find -exec): $1… unknown
+}
+
+// funcDef is a function body and the scope it was defined in.
+type funcDef struct {
+	body *syntax.Stmt
+}
+
+// nesting returns how deeply src nests brackets, counted without regard
+// to quoting (so it may count more than the shell would).
+func nesting(src string) int {
+	depth, max := 0, 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '(', '{', '[':
+			depth++
+			if depth > max {
+				max = depth
+			}
+		case ')', '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return max
+}
+
+// scope is one parsed text: the functions defined in it so far.
+type scope struct {
+	funcs map[string]funcDef
+}
+
+type walker struct {
+	p      *Parser
+	out    []Command
+	sc     *scope
+	depth  int
+	calls  int
+	work   int
+	full   bool
+	active map[*syntax.Stmt]bool
+}
+
+// with returns a new slice: s followed by x.
+func with(s []string, x ...string) []string {
+	r := make([]string, 0, len(s)+len(x))
+	r = append(r, s...)
+	return append(r, x...)
+}
+
+// maxFeeds bounds Command.Feeds.
+const maxFeeds = 64
+
+// addFeeds returns a new slice: feeds and then the names not yet in it.
+func addFeeds(feeds, names []string) []string {
+	if len(names) == 0 {
+		return feeds
+	}
+	r := make([]string, len(feeds), len(feeds)+len(names))
+	copy(r, feeds)
+	for _, n := range names {
+		if len(r) >= maxFeeds {
+			break
+		}
+		if !slices.Contains(r, n) {
+			r = append(r, n)
+		}
+	}
+	return r
+}
+
+func (w *walker) add(c Command) {
+	if w.full {
+		return
+	}
+	if len(w.out) >= w.p.opts.MaxCommands {
+		w.full = true
+		w.out = append(w.out, Command{Unparseable: true, Via: c.Via,
+			Err: fmt.Sprintf("more than %d commands: the rest were not analysed", w.p.opts.MaxCommands)})
+		return
+	}
+	if c.Args == nil {
+		c.Args = []string{}
+	}
+	w.out = append(w.out, c)
+}
+
+func (w *walker) unparseable(c ctx, msg string) {
+	w.add(Command{Unparseable: true, Err: msg, Via: c.via, Feeds: c.feeds, Redirs: c.redirs})
+}
+
+// parseFile parses src, recovering from a panic of the parser (which is
+// then replaced, its state being unknown).
+func (w *walker) parseFile(src string, salvage bool) (f *syntax.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("shell parser failed: %v", r)
+			w.p.sh = syntax.NewParser(syntax.Variant(syntax.LangBash))
+			w.p.recover = nil
+		}
+	}()
+	p := w.p.sh
+	if salvage {
+		if w.p.recover == nil {
+			w.p.recover = syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.RecoverErrors(16))
+		}
+		p = w.p.recover
+	}
+	return p.Parse(strings.NewReader(src), "")
+}
+
+// parse analyses src, text a shell will parse, reached through via. A
+// non-nil funcs shares the caller's functions (eval runs in the same
+// shell). It returns the names of the commands found and the text they
+// print, when known.
+func (w *walker) parse(src string, c ctx, via string, funcs map[string]funcDef) ([]string, *word) {
+	if w.full {
+		return nil, nil
+	}
+	if via != "" {
+		c.via = with(c.via, via)
+	}
+	if w.depth >= w.p.opts.MaxDepth {
+		w.unparseable(c, fmt.Sprintf("strings re-parsed more than %d deep", w.p.opts.MaxDepth))
+		return nil, nil
+	}
+	w.work -= len(src)
+	if w.work < 0 {
+		w.unparseable(c, "analysis budget exhausted")
+		return nil, nil
+	}
+	if nesting(src) > maxNesting {
+		// The shell parser's time grows fast with nesting, and no real
+		// command nests this deep.
+		w.unparseable(c, fmt.Sprintf("brackets nested more than %d deep", maxNesting))
+		return nil, nil
+	}
+	f, err := w.parseFile(src, false)
+	if err != nil {
+		w.unparseable(c, err.Error())
+		f, err = w.parseFile(src, true)
+		if err != nil || f == nil {
+			return nil, nil
+		}
+	}
+	if funcs == nil {
+		funcs = make(map[string]funcDef)
+	}
+	old := w.sc
+	w.sc = &scope{funcs: funcs}
+	w.depth++
+	names, out := w.stmts(f.Stmts, c)
+	w.depth--
+	w.sc = old
+	return names, out
+}
+
+// code analyses text a shell will run as code: literal, or computed at run
+// time, in which case a Dynamic command says so beside what can be read of
+// it as written.
+func (w *walker) code(text word, c ctx, via string, funcs map[string]funcDef) ([]string, *word) {
+	if !text.lit {
+		w.add(Command{Argv0: text.text, Dynamic: true, DynamicArgs: true,
+			Via: with(c.via, via), Feeds: c.feeds, Redirs: c.redirs, Args: []string{}})
+	}
+	return w.parse(text.text, c, via, funcs)
+}
+
+func (w *walker) stmts(list []*syntax.Stmt, c ctx) ([]string, *word) {
+	var names []string
+	var out *word
+	for _, st := range list {
+		n, o := w.stmt(st, c)
+		names = addFeeds(names, n)
+		out = joinOut(out, o)
+	}
+	return names, out
+}
+
+func (w *walker) stmt(st *syntax.Stmt, c ctx) ([]string, *word) {
+	if st == nil || w.full {
+		return nil, nil
+	}
+	var names []string
+	if len(st.Redirs) > 0 {
+		var rs []Redirect
+		for _, r := range st.Redirs {
+			if r == nil {
+				continue
+			}
+			rd := Redirect{Op: r.Op.String()}
+			if r.Word != nil {
+				sub := w.substs(r.Word, c)
+				names = addFeeds(names, sub)
+				c.feeds = addFeeds(c.feeds, sub)
+				rt := w.render(r.Word, c)
+				rd.Target = rt.text
+				if r.Op == syntax.WordHdoc {
+					rt.text += "\n"
+					c.stdin = &rt
+				}
+			}
+			switch r.Op {
+			case syntax.Hdoc, syntax.DashHdoc:
+				text := word{lit: true}
+				if r.Hdoc != nil {
+					sub := w.substs(r.Hdoc, c)
+					names = addFeeds(names, sub)
+					c.feeds = addFeeds(c.feeds, sub)
+					text = w.renderDoc(r.Hdoc, r.Word, c)
+				}
+				c.stdin = &text
+			case syntax.RdrIn, syntax.RdrInOut:
+				c.stdin = nil
+			}
+			rs = append(rs, rd)
+		}
+		c.redirs = append(append([]Redirect(nil), c.redirs...), rs...)
+	}
+	n, out := w.command(st.Cmd, c)
+	return addFeeds(names, n), out
+}
+
+func (w *walker) command(cmd syntax.Command, c ctx) ([]string, *word) {
+	switch cmd := cmd.(type) {
+	case nil:
+		return nil, nil
+	case *syntax.CallExpr:
+		return w.call(cmd, c)
+	case *syntax.BinaryCmd:
+		switch cmd.Op {
+		case syntax.Pipe, syntax.PipeAll:
+			left, out := w.stmt(cmd.X, c)
+			c2 := c
+			c2.feeds = addFeeds(c.feeds, left)
+			c2.stdin = out
+			right, out2 := w.stmt(cmd.Y, c2)
+			return addFeeds(left, right), out2
+		default:
+			left, o1 := w.stmt(cmd.X, c)
+			right, o2 := w.stmt(cmd.Y, c)
+			return addFeeds(left, right), joinOut(o1, o2)
+		}
+	case *syntax.Subshell:
+		return w.stmts(cmd.Stmts, c)
+	case *syntax.Block:
+		return w.stmts(cmd.Stmts, c)
+	case *syntax.IfClause:
+		var names []string
+		var out *word
+		for ic := cmd; ic != nil; ic = ic.Else {
+			n, o := w.stmts(ic.Cond, c)
+			names = addFeeds(names, n)
+			out = joinOut(out, o)
+			n, o = w.stmts(ic.Then, c)
+			names = addFeeds(names, n)
+			out = joinOut(out, o)
+		}
+		return names, out
+	case *syntax.WhileClause:
+		n, o := w.stmts(cmd.Cond, c)
+		n2, o2 := w.stmts(cmd.Do, c)
+		return addFeeds(n, n2), joinOut(o, o2)
+	case *syntax.ForClause:
+		var names []string
+		if cmd.Loop != nil {
+			names = w.substs(cmd.Loop, c)
+		}
+		n, o := w.stmts(cmd.Do, c)
+		return addFeeds(names, n), o
+	case *syntax.CaseClause:
+		var names []string
+		if cmd.Word != nil {
+			names = w.substs(cmd.Word, c)
+		}
+		var out *word
+		for _, it := range cmd.Items {
+			if it == nil {
+				continue
+			}
+			for _, p := range it.Patterns {
+				if p != nil {
+					names = append(names, w.substs(p, c)...)
+				}
+			}
+			n, o := w.stmts(it.Stmts, c)
+			names = addFeeds(names, n)
+			out = joinOut(out, o)
+		}
+		return names, out
+	case *syntax.FuncDecl:
+		// The body is reported where it is defined (it may be called in a
+		// later command of the same shell) and again at each call here.
+		var fnames []string
+		if cmd.Name != nil {
+			fnames = append(fnames, cmd.Name.Value)
+		}
+		for _, n := range cmd.Names {
+			if n != nil {
+				fnames = append(fnames, n.Value)
+			}
+		}
+		if cmd.Body == nil {
+			return nil, nil
+		}
+		for _, n := range fnames {
+			w.sc.funcs[n] = funcDef{body: cmd.Body}
+		}
+		c2 := c
+		c2.via = with(c.via, "function "+strings.Join(fnames, " "))
+		c2.params = nil
+		c2.stdin = nil
+		names, _ := w.stmt(cmd.Body, c2)
+		return names, nil
+	case *syntax.DeclClause:
+		return w.decl(cmd, c)
+	case *syntax.TimeClause:
+		return w.stmt(cmd.Stmt, c)
+	case *syntax.CoprocClause:
+		var names []string
+		if cmd.Name != nil {
+			names = w.substs(cmd.Name, c)
+		}
+		n, _ := w.stmt(cmd.Stmt, c)
+		return addFeeds(names, n), nil
+	case *syntax.TestDecl:
+		return w.stmt(cmd.Body, c)
+	default:
+		// [[ ]], (( )), let and anything newer: only their substitutions run
+		// commands.
+		return w.substs(cmd, c), nil
+	}
+}
+
+// joinOut returns the output of a then b.
+func joinOut(a, b *word) *word {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return &word{text: a.text + b.text, lit: a.lit && b.lit, guessed: a.known() && b.known() && !(a.lit && b.lit)}
+}
+
+// substs walks node for command and process substitutions, analyses the
+// commands in them and returns their names.
+func (w *walker) substs(node syntax.Node, c ctx) []string {
+	var names []string
+	if node == nil {
+		return nil
+	}
+	syntax.Walk(node, func(n syntax.Node) bool {
+		if w.full {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			c2 := c
+			c2.via = with(c.via, "$( )")
+			c2.feeds, c2.stdin, c2.redirs = nil, nil, nil
+			got, _ := w.stmts(n.Stmts, c2)
+			names = addFeeds(names, got)
+			return false
+		case *syntax.ProcSubst:
+			c2 := c
+			c2.via = with(c.via, n.Op.String()+" )")
+			c2.feeds, c2.stdin, c2.redirs = nil, nil, nil
+			got, _ := w.stmts(n.Stmts, c2)
+			names = addFeeds(names, got)
+			return false
+		}
+		return true
+	})
+	return names
+}
+
+func (w *walker) call(ce *syntax.CallExpr, c ctx) ([]string, *word) {
+	var names []string
+	var assigns []string
+	for _, as := range ce.Assigns {
+		if as == nil {
+			continue
+		}
+		names = append(names, w.substs(as, c)...)
+		assigns = append(assigns, w.assignText(as, c))
+		names = append(names, w.special(as, c)...)
+	}
+	if len(ce.Args) == 0 {
+		return names, nil
+	}
+	var sub []string
+	for _, a := range ce.Args {
+		if a != nil {
+			sub = append(sub, w.substs(a, c)...)
+		}
+	}
+	names = addFeeds(names, sub)
+	var words []word
+	for _, a := range ce.Args {
+		if a != nil {
+			words = append(words, w.expand(a, c)...)
+		}
+	}
+	if len(words) == 0 {
+		return names, nil
+	}
+	c.feeds = addFeeds(c.feeds, sub)
+	n, out := w.emit(words, assigns, c)
+	return addFeeds(names, n), out
+}
+
+// emit records the command argv = words (with the given assignments) and
+// analyses what it runs in turn.
+func (w *walker) emit(words []word, assigns []string, c ctx) ([]string, *word) {
+	if w.full || len(words) == 0 {
+		return nil, nil
+	}
+	cmd := Command{
+		Argv0:   words[0].text,
+		Dynamic: !words[0].lit,
+		Assigns: assigns,
+		Redirs:  c.redirs,
+		Feeds:   c.feeds,
+		Via:     c.via,
+		Args:    make([]string, 0, len(words)-1),
+	}
+	if words[0].known() {
+		cmd.Name = base(words[0].text)
+	}
+	for _, a := range words[1:] {
+		cmd.Args = append(cmd.Args, a.text)
+		if !a.lit {
+			cmd.DynamicArgs = true
+		}
+	}
+	w.add(cmd)
+	if cmd.Name == "" {
+		return nil, nil
+	}
+	names := []string{cmd.Name}
+	n, out := w.unwrap(cmd, words, c)
+	return addFeeds(names, n), out
+}
+
+// decl handles declare, local, export, readonly, typeset and nameref.
+func (w *walker) decl(d *syntax.DeclClause, c ctx) ([]string, *word) {
+	var names []string
+	args := []string{}
+	for _, as := range d.Args {
+		if as == nil {
+			continue
+		}
+		names = append(names, w.substs(as, c)...)
+		args = append(args, w.assignText(as, c))
+		names = append(names, w.special(as, c)...)
+	}
+	variant := "declare"
+	if d.Variant != nil {
+		variant = d.Variant.Value
+	}
+	w.add(Command{Name: variant, Argv0: variant, Args: args, Redirs: c.redirs, Feeds: c.feeds, Via: c.via})
+	return append(names, variant), nil
+}
+
+// assignText renders an assignment as NAME=value.
+func (w *walker) assignText(as *syntax.Assign, c ctx) string {
+	if as.Array != nil || as.Index != nil {
+		return w.print(as)
+	}
+	var b strings.Builder
+	if as.Name != nil {
+		b.WriteString(as.Name.Value)
+	}
+	if as.Naked {
+		if as.Value != nil {
+			b.WriteString(w.render(as.Value, c).text)
+		}
+		return b.String()
+	}
+	if as.Append {
+		b.WriteString("+")
+	}
+	b.WriteString("=")
+	if as.Value != nil {
+		b.WriteString(w.render(as.Value, c).text)
+	}
+	return b.String()
+}
+
+// special analyses the values of variables that the shell runs as code:
+// PROMPT_COMMAND before each prompt, and the command substitutions of the
+// prompt strings PS0-PS4 when they are expanded.
+func (w *walker) special(as *syntax.Assign, c ctx) []string {
+	if as.Name == nil || as.Naked {
+		return nil
+	}
+	var vals []word
+	if as.Value != nil {
+		vals = append(vals, w.render(as.Value, c))
+	}
+	if as.Array != nil {
+		for _, el := range as.Array.Elems {
+			if el != nil && el.Value != nil {
+				vals = append(vals, w.render(el.Value, c))
+			}
+		}
+	}
+	var names []string
+	switch as.Name.Value {
+	case "PROMPT_COMMAND":
+		for _, v := range vals {
+			n, _ := w.code(v, c, "PROMPT_COMMAND", nil)
+			names = addFeeds(names, n)
+		}
+	case "PS0", "PS1", "PS2", "PS3", "PS4":
+		for _, v := range vals {
+			if !strings.ContainsAny(v.text, "$`") {
+				continue
+			}
+			doc, err := w.document(v.text)
+			if err != nil {
+				w.unparseable(ctx{via: with(c.via, as.Name.Value)}, err.Error())
+				continue
+			}
+			c2 := c
+			c2.via = with(c.via, as.Name.Value)
+			names = append(names, w.substs(doc, c2)...)
+		}
+	}
+	return names
+}
+
+func (w *walker) document(text string) (doc *syntax.Word, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			doc, err = nil, fmt.Errorf("shell parser failed: %v", r)
+			w.p.sh = syntax.NewParser(syntax.Variant(syntax.LangBash))
+		}
+	}()
+	w.work -= len(text)
+	if w.work < 0 {
+		return nil, fmt.Errorf("analysis budget exhausted")
+	}
+	return w.p.sh.Document(strings.NewReader(text))
+}
+
+// print renders a node as shell source on one line.
+func (w *walker) print(n syntax.Node) (s string) {
+	defer func() {
+		if r := recover(); r != nil {
+			s = "?"
+			w.p.printer = syntax.NewPrinter(syntax.SingleLine(true))
+		}
+	}()
+	var b strings.Builder
+	if err := w.p.printer.Print(&b, n); err != nil {
+		return "?"
+	}
+	return b.String()
+}

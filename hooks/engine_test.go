@@ -447,13 +447,9 @@ func TestObservationErrors(t *testing.T) {
 func TestConcurrentActions(t *testing.T) {
 	// The budget is wall-clock time: under the race detector, on a shared
 	// machine, 50ms is not enough. Budgets are tested in TestFailClosed.
-	e := load(t, Options{Budget: 10 * time.Second, Dirs: []Dir{{Path: writeHooks(t, map[string]string{"s.lua": `
+	e := load(t, Options{Budget: 10 * time.Second, Dirs: []Dir{Builtin, {Path: writeHooks(t, map[string]string{"s.lua": `
 harness.on("action.cmd_run", function(ev)
   if ev.command == "who" then return harness.veto(harness.session.id) end
-  for _, c in ipairs(harness.commands(ev.command)) do
-    if c.name == "rm" and harness.any_arg(c.args, "/") then return harness.veto("rm /") end
-    if c.name == "rm" and harness.any_arg(c.args, ".") then return harness.ask("rm .") end
-  end
 end)`})}}})
 	var wg sync.WaitGroup
 	errs := make(chan string, 64)

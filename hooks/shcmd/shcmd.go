@@ -148,7 +148,7 @@ func (p *Parser) Commands(src string) []Command {
 		w.unparseable(ctx{}, "command is too long to analyse: "+strconv.Itoa(len(src))+" bytes, limit "+strconv.Itoa(p.opts.MaxBytes))
 		return w.out
 	}
-	w.parse(src, ctx{}, "", nil)
+	w.parse(src, ctx{}, "", false)
 	return w.out
 }
 

@@ -28,3 +28,13 @@ func TestCommandsPathological(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCommands measures the analysis of a typical agent command.
+func BenchmarkCommands(b *testing.B) {
+	p := NewParser(nil)
+	src := "cd /workspace/app && timeout 60 npm test -- --runInBand 2>&1 | tail -n 50"
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p.Commands(src)
+	}
+}

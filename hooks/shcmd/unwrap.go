@@ -291,7 +291,7 @@ func (w *walker) unwrap(cmd Command, words []word, c ctx) ([]string, *word) {
 		}
 		c2 := c
 		c2.via = cmd.Via
-		return w.code(joinWords(args), c2, "eval", w.sc.funcs)
+		return w.code(joinWords(args), c2, "eval", true)
 	case "busybox", "toybox":
 		if len(args) > 0 && !strings.HasPrefix(args[0].text, "-") {
 			return inner(args, name, nil, false)
@@ -315,7 +315,7 @@ func (w *walker) unwrap(cmd Command, words []word, c ctx) ([]string, *word) {
 				c2 := c
 				c2.via = cmd.Via
 				c2.params = nil
-				return w.code(*str, c2, name+" -c", nil)
+				return w.code(*str, c2, name+" -c", false)
 			}
 		}
 	case "flock":
@@ -327,7 +327,7 @@ func (w *walker) unwrap(cmd Command, words []word, c ctx) ([]string, *word) {
 			c2 := c
 			c2.via = cmd.Via
 			c2.params = nil
-			return w.code(ws[1], c2, "flock -c", nil)
+			return w.code(ws[1], c2, "flock -c", false)
 		}
 		return inner(ws, name, nil, false)
 	case "watch":
@@ -343,12 +343,12 @@ func (w *walker) unwrap(cmd Command, words []word, c ctx) ([]string, *word) {
 		c2 := c
 		c2.via = cmd.Via
 		c2.params = nil
-		return w.code(joinWords(ws), c2, "watch", nil)
+		return w.code(joinWords(ws), c2, "watch", false)
 	case "trap":
 		if len(args) >= 2 && args[0].text != "-" && args[0].text != "-p" && args[0].text != "-l" && args[0].text != "--" {
 			c2 := c
 			c2.via = cmd.Via
-			return w.code(args[0], c2, "trap", w.sc.funcs)
+			return w.code(args[0], c2, "trap", true)
 		}
 	case "alias":
 		var names []string
@@ -359,7 +359,7 @@ func (w *walker) unwrap(cmd Command, words []word, c ctx) ([]string, *word) {
 			}
 			c2 := c
 			c2.via = cmd.Via
-			n, _ := w.code(word{text: v, lit: a.lit, guessed: a.guessed}, c2, "alias "+k, nil)
+			n, _ := w.code(word{text: v, lit: a.lit, guessed: a.guessed}, c2, "alias "+k, false)
 			names = addFeeds(names, n)
 		}
 		return names, nil
@@ -418,7 +418,7 @@ func (w *walker) shell(name string, args []word, c ctx, via []string) ([]string,
 			}
 			c2.params = p
 		}
-		return w.code(rest[0], c2, name+" -c", nil)
+		return w.code(rest[0], c2, name+" -c", false)
 	}
 	if len(rest) > 0 || c.stdin == nil {
 		return nil, nil // a script file, or a script we cannot see
@@ -426,7 +426,7 @@ func (w *walker) shell(name string, args []word, c ctx, via []string) ([]string,
 	c2.params = nil
 	in := *c.stdin
 	c2.stdin = nil
-	return w.code(in, c2, name+" stdin", nil)
+	return w.code(in, c2, name+" stdin", false)
 }
 
 // find analyses the commands of -exec, -execdir, -ok and -okdir.
@@ -525,7 +525,7 @@ func (w *walker) parallel(cmd Command, args []word, c ctx) ([]string, *word) {
 			}
 			line = joinWords(ws)
 		}
-		n, _ := w.code(line, c2, "parallel", nil)
+		n, _ := w.code(line, c2, "parallel", false)
 		names = addFeeds(names, n)
 	}
 	return names, nil
@@ -559,7 +559,7 @@ func (w *walker) tmux(cmd Command, args []word, c ctx) ([]string, *word) {
 	c2 := c
 	c2.via = cmd.Via
 	c2.params = nil
-	return w.code(text, c2, "tmux "+args[sub].text, nil)
+	return w.code(text, c2, "tmux "+args[sub].text, false)
 }
 
 // screen analyses screen CMD… and the text of screen -X stuff.
@@ -572,7 +572,7 @@ func (w *walker) screen(cmd Command, args []word, c ctx) ([]string, *word) {
 			if i+2 < len(args) && args[i+1].text == "stuff" {
 				t := args[i+2]
 				t.text = escapes(t.text, printfFm)
-				return w.code(t, c2, "screen stuff", nil)
+				return w.code(t, c2, "screen stuff", false)
 			}
 			return nil, nil
 		}

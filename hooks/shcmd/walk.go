@@ -148,11 +148,11 @@ func (w *walker) parseFile(src string, salvage bool) (f *syntax.File, err error)
 	return p.Parse(strings.NewReader(src), "")
 }
 
-// parse analyses src, text a shell will parse, reached through via. A
-// non-nil funcs shares the caller's functions (eval runs in the same
-// shell). It returns the names of the commands found and the text they
-// print, when known.
-func (w *walker) parse(src string, c ctx, via string, funcs map[string]funcDef) ([]string, *word) {
+// parse analyses src, text a shell will parse, reached through via. With
+// share, src runs in the same shell as the text around it (eval, trap) and
+// shares its functions. It returns the names of the commands found and the
+// text they print, when known.
+func (w *walker) parse(src string, c ctx, via string, share bool) ([]string, *word) {
 	if w.full {
 		return nil, nil
 	}
@@ -182,11 +182,10 @@ func (w *walker) parse(src string, c ctx, via string, funcs map[string]funcDef) 
 			return nil, nil
 		}
 	}
-	if funcs == nil {
-		funcs = make(map[string]funcDef)
-	}
 	old := w.sc
-	w.sc = &scope{funcs: funcs}
+	if !share || w.sc == nil {
+		w.sc = &scope{}
+	}
 	w.depth++
 	names, out := w.stmts(f.Stmts, c)
 	w.depth--
@@ -197,12 +196,12 @@ func (w *walker) parse(src string, c ctx, via string, funcs map[string]funcDef) 
 // code analyses text a shell will run as code: literal, or computed at run
 // time, in which case a Dynamic command says so beside what can be read of
 // it as written.
-func (w *walker) code(text word, c ctx, via string, funcs map[string]funcDef) ([]string, *word) {
+func (w *walker) code(text word, c ctx, via string, share bool) ([]string, *word) {
 	if !text.lit {
 		w.add(Command{Argv0: text.text, Dynamic: true, DynamicArgs: true,
 			Via: with(c.via, via), Feeds: c.feeds, Redirs: c.redirs, Args: []string{}})
 	}
-	return w.parse(text.text, c, via, funcs)
+	return w.parse(text.text, c, via, share)
 }
 
 func (w *walker) stmts(list []*syntax.Stmt, c ctx) ([]string, *word) {
@@ -342,6 +341,9 @@ func (w *walker) command(cmd syntax.Command, c ctx) ([]string, *word) {
 		if cmd.Body == nil {
 			return nil, nil
 		}
+		if w.sc.funcs == nil {
+			w.sc.funcs = make(map[string]funcDef)
+		}
 		for _, n := range fnames {
 			w.sc.funcs[n] = funcDef{body: cmd.Body}
 		}
@@ -371,6 +373,27 @@ func (w *walker) command(cmd syntax.Command, c ctx) ([]string, *word) {
 	}
 }
 
+// plainWord reports whether parts hold no substitution: literals, quotes
+// and simple $name expansions only.
+func plainWord(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			if !plainWord(p.Parts) {
+				return false
+			}
+		case *syntax.ParamExp:
+			if !simpleParam(p) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // joinOut returns the output of a then b.
 func joinOut(a, b *word) *word {
 	switch {
@@ -387,6 +410,9 @@ func joinOut(a, b *word) *word {
 func (w *walker) substs(node syntax.Node, c ctx) []string {
 	var names []string
 	if node == nil {
+		return nil
+	}
+	if wd, ok := node.(*syntax.Word); ok && plainWord(wd.Parts) {
 		return nil
 	}
 	syntax.Walk(node, func(n syntax.Node) bool {
@@ -549,7 +575,7 @@ func (w *walker) special(as *syntax.Assign, c ctx) []string {
 	switch as.Name.Value {
 	case "PROMPT_COMMAND":
 		for _, v := range vals {
-			n, _ := w.code(v, c, "PROMPT_COMMAND", nil)
+			n, _ := w.code(v, c, "PROMPT_COMMAND", false)
 			names = addFeeds(names, n)
 		}
 	case "PS0", "PS1", "PS2", "PS3", "PS4":

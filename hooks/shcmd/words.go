@@ -96,6 +96,11 @@ func (w *walker) render(wd *syntax.Word, c ctx) word {
 	if wd == nil {
 		return word{lit: true}
 	}
+	if len(wd.Parts) == 1 {
+		if l, ok := wd.Parts[0].(*syntax.Lit); ok {
+			return word{text: unescape(l.Value, unquoted), lit: true}
+		}
+	}
 	r := word{lit: true, guessed: true}
 	var b strings.Builder
 	w.parts(&b, wd.Parts, unquoted, c, &r)

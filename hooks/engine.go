@@ -88,32 +88,54 @@ type Session struct {
 
 // Engine runs Lua hooks. It is safe for concurrent use: each call takes a
 // Lua state of its own from a pool, so calls on different goroutines never
-// wait for each other.
+// share one, and never wait for each other while there are no more calls
+// than Options.MaxConcurrent.
 type Engine struct {
 	opts  Options
 	log   *slog.Logger
 	cur   atomic.Pointer[set]
-	mu    sync.Mutex    // serialises Reload
-	slots chan struct{} // one per call running hooks: see Options.MaxConcurrent
+	mu    sync.Mutex   // serialises Reload
+	free  chan *worker // the pool: MaxConcurrent slots, each a Lua state or nil (not made yet)
 	regex regexCache
 }
 
-// acquire waits for a slot to run hooks in.
-func (e *Engine) acquire(ctx context.Context) error {
+// take waits for a slot and returns its Lua state, made for the active set
+// of hooks if the slot had none or one of an older set.
+func (e *Engine) take(ctx context.Context) (*worker, error) {
+	var w *worker
 	select {
-	case e.slots <- struct{}{}:
-		return nil
+	case w = <-e.free:
 	default:
+		select {
+		case w = <-e.free:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	select {
-	case e.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	st := e.cur.Load()
+	if w != nil && w.set != st {
+		w.L.Close()
+		w = nil
 	}
+	if w == nil {
+		var err error
+		if w, err = st.newWorker(false); err != nil {
+			e.free <- nil
+			return nil, err
+		}
+	}
+	return w, nil
 }
 
-func (e *Engine) release() { <-e.slots }
+// give returns a Lua state to its slot; one that saw an error is closed
+// instead, since its state is not known.
+func (e *Engine) give(w *worker) {
+	if w.broken {
+		w.L.Close()
+		w = nil
+	}
+	e.free <- w
+}
 
 // Report describes a loaded set of hook files.
 type Report struct {
@@ -128,15 +150,14 @@ type FileReport struct {
 	Examples int    // examples checked
 }
 
-// set is one loaded generation of hook files with its pool of Lua states.
+// set is one loaded generation of hook files.
 type set struct {
 	eng    *Engine
 	files  []*file
 	report Report
 	// which classes of event have handlers at all, so a call with none
 	// needs no Lua state
-	has  [numClasses]bool
-	pool sync.Pool
+	has [numClasses]bool
 }
 
 // file is one compiled hook file.
@@ -167,12 +188,16 @@ func Load(opts Options) (*Engine, error) {
 		opts.MaxConcurrent = runtime.GOMAXPROCS(0)
 	}
 	opts.Dirs = append([]Dir(nil), opts.Dirs...)
-	e := &Engine{opts: opts, log: opts.Logger, slots: make(chan struct{}, opts.MaxConcurrent)}
-	s, err := e.build()
+	e := &Engine{opts: opts, log: opts.Logger, free: make(chan *worker, opts.MaxConcurrent)}
+	s, w, err := e.build()
 	if err != nil {
 		return nil, err
 	}
 	e.cur.Store(s)
+	e.free <- w
+	for i := 1; i < opts.MaxConcurrent; i++ {
+		e.free <- nil
+	}
 	return e, nil
 }
 
@@ -183,10 +208,11 @@ func Load(opts Options) (*Engine, error) {
 func (e *Engine) Reload() (Report, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s, err := e.build()
+	s, w, err := e.build()
 	if err != nil {
 		return Report{}, err
 	}
+	w.L.Close()
 	e.cur.Store(s)
 	return s.report, nil
 }
@@ -194,8 +220,9 @@ func (e *Engine) Reload() (Report, error) {
 // Report describes the hook files now active.
 func (e *Engine) Report() Report { return e.cur.Load().report }
 
-// build loads every file into a new set, checking it fully.
-func (e *Engine) build() (*set, error) {
+// build loads every file into a new set, checking it fully, and returns
+// it with the (healthy) Lua state that checked it.
+func (e *Engine) build() (*set, *worker, error) {
 	s := &set{eng: e}
 	var errs []error
 	for _, d := range e.opts.Dirs {
@@ -214,11 +241,11 @@ func (e *Engine) build() (*set, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
 	w, err := s.newWorker(true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Examples, each against its own file's handlers only.
 	for i := range s.files {
@@ -229,7 +256,8 @@ func (e *Engine) build() (*set, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		w.L.Close()
+		return nil, nil, errors.Join(errs...)
 	}
 	for i, f := range s.files {
 		fr := FileReport{Name: f.name, Examples: len(w.examples[i])}
@@ -243,26 +271,14 @@ func (e *Engine) build() (*set, error) {
 		s.report.Handlers += fr.Handlers
 	}
 	w.examples = nil
-	s.pool.Put(w)
-	return s, nil
-}
-
-// get takes a Lua state from the pool, or makes one.
-func (s *set) get() (*worker, error) {
-	if w, ok := s.pool.Get().(*worker); ok {
-		return w, nil
-	}
-	return s.newWorker(false)
-}
-
-// put returns a healthy Lua state to the pool; one that saw an error is
-// closed instead, since its state is not known.
-func (s *set) put(w *worker) {
 	if w.broken {
+		// An example made a fail-open hook fail: start afresh.
 		w.L.Close()
-		return
+		if w, err = s.newWorker(false); err != nil {
+			return nil, nil, err
+		}
 	}
-	s.pool.Put(w)
+	return s, w, nil
 }
 
 type source struct {
@@ -544,16 +560,15 @@ func (e *Engine) Action(ctx context.Context, s Session, a event.Payload) (Decisi
 	if !st.has[classAction] {
 		return Decision{Verdict: Allow}, nil
 	}
-	if err := e.acquire(ctx); err != nil {
-		return Decision{Verdict: Veto, Hook: "hooks", Reason: "cancelled: " + err.Error(), Err: err}, err
-	}
-	defer e.release()
-	w, err := st.get()
+	w, err := e.take(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return Decision{Verdict: Veto, Hook: "hooks", Reason: "cancelled: " + err.Error(), Err: err}, err
+		}
 		return failDecision(err), nil
 	}
 	d, err := w.action(ctx, s, a, -1)
-	st.put(w)
+	e.give(w)
 	return d, err
 }
 
@@ -569,16 +584,12 @@ func (e *Engine) Observation(ctx context.Context, s Session, action, obs event.P
 	if !st.has[classObservation] {
 		return ObservationSettings{}, nil
 	}
-	if err := e.acquire(ctx); err != nil {
-		return ObservationSettings{}, err
-	}
-	defer e.release()
-	w, err := st.get()
+	w, err := e.take(ctx)
 	if err != nil {
 		return ObservationSettings{}, err
 	}
 	set, err := w.observation(ctx, s, action, obs)
-	st.put(w)
+	e.give(w)
 	return set, err
 }
 
@@ -594,15 +605,11 @@ func (e *Engine) Event(ctx context.Context, s Session, name string) error {
 	if !st.has[cl] {
 		return nil
 	}
-	if err := e.acquire(ctx); err != nil {
-		return err
-	}
-	defer e.release()
-	w, err := st.get()
+	w, err := e.take(ctx)
 	if err != nil {
 		return err
 	}
 	err = w.sessionEvent(ctx, s, cl, name)
-	st.put(w)
+	e.give(w)
 	return err
 }

@@ -22,8 +22,8 @@ func (w *worker) harness(fileIdx int, session *lua.LTable) *lua.LTable {
 		"rewrite":  w.luaRewrite,
 		"commands": w.luaCommands,
 		"has_flag": luaHasFlag,
-		"any_arg":  luaAnyArg,
-		"match":    luaMatch,
+		"any_arg":  w.luaAnyArg,
+		"match":    w.luaMatch,
 		"log": func(L *lua.LState) int {
 			w.logArgs(L, "log")
 			return 0
@@ -311,19 +311,19 @@ func isCluster(a string) bool {
 
 // luaAnyArg is harness.any_arg(args, pattern, …): the first arg matching
 // any pattern (as harness.match reads them), or nil.
-func luaAnyArg(L *lua.LState) int {
+func (w *worker) luaAnyArg(L *lua.LState) int {
 	args := argStrings(L, L.CheckTable(1), "harness.any_arg")
 	n := L.GetTop()
 	if n < 2 {
 		L.RaiseError("harness.any_arg: name at least one pattern")
 	}
+	pats := make([]*pattern, 0, n-1)
+	for i := 2; i <= n; i++ {
+		pats = append(pats, w.pattern(L, L.CheckString(i), "harness.any_arg"))
+	}
 	for _, a := range args {
-		for i := 2; i <= n; i++ {
-			ok, err := Match(a, L.CheckString(i))
-			if err != nil {
-				L.RaiseError("harness.any_arg: %v", err)
-			}
-			if ok {
+		for _, p := range pats {
+			if p.match(L, a, "harness.any_arg") {
 				L.Push(lua.LString(a))
 				return 1
 			}
@@ -333,14 +333,103 @@ func luaAnyArg(L *lua.LState) int {
 	return 1
 }
 
-// luaMatch is harness.match(str, pattern).
-func luaMatch(L *lua.LState) int {
-	ok, err := Match(L.CheckString(1), L.CheckString(2))
-	if err != nil {
-		L.RaiseError("harness.match: %v", err)
+// luaMatch is harness.match(str, pattern, …): whether str matches any of
+// the patterns.
+func (w *worker) luaMatch(L *lua.LState) int {
+	str := L.CheckString(1)
+	n := L.GetTop()
+	if n < 2 {
+		L.RaiseError("harness.match: name at least one pattern")
 	}
-	L.Push(lua.LBool(ok))
+	for i := 2; i <= n; i++ {
+		if w.pattern(L, L.CheckString(i), "harness.match").match(L, str, "harness.match") {
+			L.Push(lua.LTrue)
+			return 1
+		}
+	}
+	L.Push(lua.LFalse)
 	return 1
+}
+
+// pattern is a glob or Lua pattern, with the longest literal part of a
+// glob: a string without it cannot match, which is quick to see.
+type pattern struct {
+	src string
+	lua bool
+	lit string
+}
+
+// maxPatterns bounds a Lua state's cache of patterns.
+const maxPatterns = 1024
+
+// pattern returns the pattern src, from the state's cache.
+func (w *worker) pattern(L *lua.LState, src, fn string) *pattern {
+	if p, ok := w.patterns[src]; ok {
+		return p
+	}
+	p := &pattern{src: src, lua: strings.HasPrefix(src, "^")}
+	if !p.lua {
+		if _, err := glob(src, ""); err != nil {
+			L.RaiseError("%s: %v", fn, err)
+		}
+		p.lit = globLiteral(src)
+	}
+	if w.patterns == nil || len(w.patterns) >= maxPatterns {
+		w.patterns = make(map[string]*pattern)
+	}
+	w.patterns[src] = p
+	return p
+}
+
+func (p *pattern) match(L *lua.LState, s, fn string) bool {
+	if p.lua {
+		ok, err := Match(s, p.src)
+		if err != nil {
+			L.RaiseError("%s: %v", fn, err)
+		}
+		return ok
+	}
+	if p.lit != "" && !strings.Contains(s, p.lit) {
+		return false
+	}
+	ok, err := glob(p.src, s)
+	if err != nil {
+		L.RaiseError("%s: %v", fn, err)
+	}
+	return ok
+}
+
+// globLiteral returns the longest run of plain characters in a glob.
+func globLiteral(g string) string {
+	best, cur := "", []byte(nil)
+	flush := func() {
+		if len(cur) > len(best) {
+			best = string(cur)
+		}
+		cur = cur[:0]
+	}
+	for i := 0; i < len(g); i++ {
+		switch c := g[i]; c {
+		case '*', '?':
+			flush()
+		case '[':
+			flush()
+			_, end, err := matchClass(g, i, 0)
+			if err != nil {
+				return best
+			}
+			i = end - 1
+		case '\\':
+			if i+1 < len(g) {
+				i++
+				cur = append(cur, g[i])
+			}
+		default:
+			cur = append(cur, c)
+		}
+	}
+	flush()
+	return best
 }
 
 // Match reports whether s matches pattern. A pattern starting with "^" is

@@ -71,10 +71,16 @@ end
 
 -- target says how bad it is to delete (or recursively change) a: "veto",
 -- "ask" or nil, with what it is.
+local quiet = {}
+for c in ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=,@%:"):gmatch(".") do quiet[c] = true end
+
 local function target(a)
   if a == "" then return nil end
-  local p = clean(a)
   local first = a:sub(1, 1)
+  -- A relative name (build, src/old, ./build) is never the root of anything.
+  if quiet[first] and not a:find("..", 1, true) then return nil end
+  if first == "." and a:sub(2, 2) == "/" and quiet[a:sub(3, 3)] and not a:find("..", 1, true) then return nil end
+  local p = clean(a)
   if first == "/" then
     if p == "/" or p == "/.." or p == "/.*" then return "veto", "the root directory" end
     if system[p] then return "veto", "the system directory " .. p end
@@ -126,7 +132,7 @@ end
 -- eval/source.
 local function reads_code(c)
   if c.name == "eval" or c.name == "source" or c.name == "." then return true end
-  if not (shells[c.name] or interpreters[c.name] or c.name:match("^python%d")) then return false end
+  if not (shells[c.name] or interpreters[c.name] or c.name:sub(1, 6) == "python") then return false end
   if harness.has_flag(c.args, "-c", "-e", "-m", "--eval", "-r") then
     return c.dynamic_args
   end
@@ -134,33 +140,28 @@ local function reads_code(c)
   return #ops == 0 or ops[1] == "-" or ops[1]:sub(1, 2) == "<(" or ops[1]:sub(1, 1) == "$"
 end
 
--- Sensitive files, as globs (harness.match: * crosses "/").
-local history = {"*.bash_history", "*.zsh_history", "*.sh_history", "*.history", "*_history", "*/fish_history", "*.zhistory"}
-local credentials = {"*.ssh", "*.ssh/", "*.ssh/id_*", "*.aws", "*.aws/", "*.gnupg", "*.gnupg/", "*.ssh/*_key", "*.ssh/*.pem", "*.aws/credentials", "*.netrc", "*.git-credentials",
-  "*.docker/config.json", "*.kube/config", "*.gnupg/*", "*gh/hosts.yml", "*.npmrc", "*.pypirc", "*.pgpass",
-  "*.config/gcloud/*credentials*", "*.azure/*token*", "/proc/*/environ", "*.vault-token"}
-local shadow = {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd"}
-
-local function matches_any(s, globs)
-  -- curl -d @file and -F x=@file name a file after "@"
-  local at = s:match("@(.+)$")
-  for _, g in ipairs(globs) do
-    if harness.match(s, g) or (at and harness.match(at, g)) then
-      if not (g == "*.ssh/id_*" and s:match("%.pub$")) then return true end
-    end
-  end
-  return false
+-- Sensitive files, as globs (harness.match: * crosses "/", so a leading *
+-- also finds curl's -d @FILE and -F x=@FILE).
+local history = {"*_history", "*.history", "*.zhistory"}
+local credentials = {"*.ssh", "*.ssh/", "*.ssh/id_rsa", "*.ssh/id_dsa", "*.ssh/id_ecdsa", "*.ssh/id_ed25519",
+  "*.ssh/id_ecdsa_sk", "*.ssh/id_ed25519_sk", "*.ssh/*_key", "*.ssh/*.pem", "*.aws", "*.aws/", "*.aws/credentials",
+  "*.netrc", "*.git-credentials", "*.docker/config.json", "*.kube/config", "*.gnupg", "*.gnupg/*", "*gh/hosts.yml",
+  "*.npmrc", "*.pypirc", "*.pgpass", "*gcloud/*credentials*", "*.azure/*token*", "*/proc/*/environ", "*.vault-token"}
+local shadow = {"*/etc/shadow", "*/etc/shadow-", "*/etc/gshadow", "*/etc/gshadow-", "*/etc/security/opasswd"}
+local sensitive = {}
+for _, list in ipairs{history, credentials, shadow} do
+  for _, g in ipairs(list) do sensitive[#sensitive + 1] = g end
 end
 
--- files returns the operands and input redirections of c that could be
--- files it reads.
-local function files(c)
-  local out = {}
-  for _, a in ipairs(c.args) do out[#out + 1] = a end
+-- reads returns the first operand or input redirection of c that matches
+-- one of globs.
+local function reads(c, globs)
+  local a = harness.any_arg(c.args, unpack(globs))
+  if a then return a end
   for _, r in ipairs(c.redirs) do
-    if r.op == "<" or r.op == "<>" then out[#out + 1] = r.target end
+    if (r.op == "<" or r.op == "<>") and harness.match(r.target, unpack(globs)) then return r.target end
   end
-  return out
+  return nil
 end
 
 local function judge(cmds)
@@ -175,9 +176,8 @@ local function judge(cmds)
 
   for _, c in ipairs(cmds) do
     local name = c.name
-    local via = table.concat(c.via, " > ")
     local shown = c.text
-    if via ~= "" then shown = shown .. " (via " .. via .. ")" end
+    if #c.via > 0 then shown = shown .. " (via " .. table.concat(c.via, " > ") .. ")" end
 
     if c.unparseable then
       flag("ask", "the command could not be analysed: " .. (c.error or "?"))
@@ -200,7 +200,7 @@ local function judge(cmds)
     end
 
     -- A function that calls itself: the fork bomb :(){ :|:& };: and kin.
-    if name ~= "" then
+    if name ~= "" and #c.via > 0 then
       for _, v in ipairs(c.via) do
         local fname = v:match("^(.-)%(%)$")
         local defs = v:match("^function (.+)$")
@@ -290,7 +290,7 @@ local function judge(cmds)
     end
 
     -- Filesystems and partition tables.
-    if name:match("^mkfs") or disktools[name] or name == "shred" then
+    if disktools[name] or name == "shred" or name:sub(1, 4) == "mkfs" then
       for _, a in ipairs(operands(c.args)) do
         if is_device(a) then
           flag("veto", name .. " on the device " .. a .. ": " .. shown)
@@ -307,7 +307,7 @@ local function judge(cmds)
         if of and is_device(of) then flag("veto", "dd onto the device " .. of .. ": " .. shown) end
       end
     end
-    if name == "tee" or name == "cp" or name == "mv" or name == "cat" or name == "pv" then
+    if name == "tee" or name == "cp" or name == "mv" then
       local ops = operands(c.args)
       local dest = ops[#ops]
       if name == "tee" then
@@ -315,7 +315,7 @@ local function judge(cmds)
           if is_device(a) then dest = a end
         end
       end
-      if dest and is_device(dest) and name ~= "cat" and name ~= "pv" then
+      if dest and is_device(dest) then
         flag("veto", name .. " onto the device " .. dest .. ": " .. shown)
       end
     end
@@ -339,18 +339,17 @@ local function judge(cmds)
     end
 
     -- Secrets: password hashes, shell history, credentials.
-    if name ~= "" and not nonreaders[name] then
-      for _, f in ipairs(files(c)) do
-        if matches_any(f, shadow) then
-          flag("veto", "reads the password hashes in " .. f .. ": " .. shown)
-        elseif matches_any(f, history) then
-          flag("veto", "reads shell history " .. f .. ": " .. shown)
-        elseif matches_any(f, credentials) then
-          if sends then
-            flag("veto", "credentials " .. f .. " read in a command that sends data out: " .. shown)
-          else
-            flag("ask", "reads credentials in " .. f .. ": " .. shown)
-          end
+    if name ~= "" and not nonreaders[name] and (#c.args > 0 or #c.redirs > 0) and reads(c, sensitive) then
+      local f = reads(c, shadow)
+      if f then flag("veto", "reads the password hashes in " .. f .. ": " .. shown) end
+      f = reads(c, history)
+      if f then flag("veto", "reads shell history " .. f .. ": " .. shown) end
+      f = reads(c, credentials)
+      if f then
+        if sends then
+          flag("veto", "credentials " .. f .. " read in a command that sends data out: " .. shown)
+        else
+          flag("ask", "reads credentials in " .. f .. ": " .. shown)
         end
       end
     end

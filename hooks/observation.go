@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -264,38 +265,44 @@ func validLabel(s string) bool {
 }
 
 // Redact returns text with every match of rs replaced by "[REDACTED
-// label]" (only the "secret" group of a pattern that has one). The
-// redactions are applied in order, each to the result of the one before.
+// label]" (only the "secret" group of a pattern that has one). Matches are
+// found in text as given; where matches of several patterns overlap, the
+// span they cover together is replaced once, with the label of the first
+// of them in rs.
 func Redact(text string, rs []Redaction) string {
-	for _, r := range rs {
+	type span struct{ start, end, prio int }
+	var spans []span
+	for i, r := range rs {
 		if r.Pattern == nil {
 			continue
 		}
-		text = redactOne(text, r)
+		group := r.Pattern.SubexpIndex("secret")
+		for _, m := range r.Pattern.FindAllStringSubmatchIndex(text, -1) {
+			s, e := m[0], m[1]
+			if group >= 0 {
+				s, e = m[2*group], m[2*group+1]
+			}
+			if s < 0 || e <= s {
+				continue
+			}
+			spans = append(spans, span{s, e, i})
+		}
 	}
-	return text
-}
-
-func redactOne(text string, r Redaction) string {
-	repl := "[REDACTED " + r.Label + "]"
-	group := r.Pattern.SubexpIndex("secret")
-	if group < 0 {
-		return r.Pattern.ReplaceAllLiteralString(text, repl)
-	}
-	matches := r.Pattern.FindAllStringSubmatchIndex(text, -1)
-	if len(matches) == 0 {
+	if len(spans) == 0 {
 		return text
 	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
 	var b strings.Builder
 	last := 0
-	for _, m := range matches {
-		s, e := m[2*group], m[2*group+1]
-		if s < 0 || s < last {
-			continue
+	for i := 0; i < len(spans); {
+		cur := spans[i]
+		for i++; i < len(spans) && spans[i].start < cur.end; i++ {
+			cur.end = max(cur.end, spans[i].end)
+			cur.prio = min(cur.prio, spans[i].prio)
 		}
-		b.WriteString(text[last:s])
-		b.WriteString(repl)
-		last = e
+		b.WriteString(text[last:cur.start])
+		b.WriteString("[REDACTED " + rs[cur.prio].Label + "]")
+		last = cur.end
 	}
 	b.WriteString(text[last:])
 	return b.String()

@@ -145,6 +145,9 @@ func TestSecrets(t *testing.T) {
 		{"API_KEY=abc123def\nGITHUB_TOKEN='x y z'\nDB_PASSWORD=\"hunter2\"\nMY_SECRET=s3cr3t",
 			"API_KEY=[REDACTED env_secret]\nGITHUB_TOKEN=[REDACTED env_secret]\nDB_PASSWORD=[REDACTED env_secret]\nMY_SECRET=[REDACTED env_secret]"},
 		{"export STRIPE_API_KEY=sk_test_abc", "export STRIPE_API_KEY=[REDACTED env_secret]"},
+		// overlapping matches are replaced once, with the first pattern's label
+		{"GITHUB_TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a x", "GITHUB_TOKEN=[REDACTED github_token] x"},
+		{"Authorization: token ghp_16C7e42F292c6912E7710c838347Ae178B4a", "Authorization: [REDACTED github_token]"},
 		{`{"password": "hunter22", "user": "bob"}`, `{"password": "[REDACTED config_secret]", "user": "bob"}`},
 		{"postgres://bob:hunter22@db:5432/x", "postgres://bob:[REDACTED url_password]@db:5432/x"},
 		// look-alikes that stay

@@ -101,7 +101,8 @@ const (
 	maxFuncCalls   = 64  // function bodies expanded at calls, in all
 	maxNesting     = 128 // brackets nested in one text
 	maxBraceWords  = 256
-	maxBraces      = 16 // brace expansions in one word
+	maxBraces      = 16  // brace expansions in one word
+	maxVars        = 256 // variables and substitution outputs remembered
 	maxParallelArg = 64
 	workFactor     = 4 // bytes parsed in all, nested strings included, <= workFactor*MaxBytes
 )

@@ -167,14 +167,50 @@ func TestCommandsDynamic(t *testing.T) {
 		for _, c := range got {
 			if c.Dynamic {
 				found = true
-				if c.Name != "" {
-					t.Errorf("Commands(%q): dynamic command with a name: %+v", src, c)
-				}
 			}
 		}
 		if !found {
 			t.Errorf("Commands(%q) = %q: nothing marked dynamic", src, sigs(got))
 		}
+	}
+}
+
+// TestCommandsGuesses checks the values guessed for what is computed at
+// run time but written in the line: still Dynamic, but named.
+func TestCommandsGuesses(t *testing.T) {
+	for _, tt := range []struct{ src, want string }{
+		{`$(echo rm) -rf /`, "rm -rf /"},
+		{"`printf rm` -rf /", "rm -rf /"},
+		{`x=rm; $x -rf /`, "rm -rf /"},
+		{`D=/; rm -rf $D`, "rm -rf /"},
+		{`D=/; rm -rf "$D"*`, "rm -rf /*"},
+		{`export D=/; bash -c 'rm -rf $D'`, "rm -rf /"},
+		{`rm -rf ${UNSET:-/}`, "rm -rf /"},
+		{`rm -rf "${D:=/}"`, "rm -rf /"},
+		{`rm -rf $(echo /)`, "rm -rf /"},
+		{"rm -rf \"$(cat <<EOF\n/\nEOF\n)\"", "rm -rf /"},
+		{`a=r; a+=m; $a -rf /`, "rm -rf /"},
+	} {
+		got := Commands(tt.src)
+		ok := false
+		for _, c := range got {
+			if sig(c) == tt.want {
+				ok = true
+				if !c.Dynamic && !c.DynamicArgs {
+					t.Errorf("Commands(%q): a guess not marked dynamic: %+v", tt.src, c)
+				}
+			}
+		}
+		if !ok {
+			t.Errorf("Commands(%q) = %q: no %q", tt.src, sigs(got), tt.want)
+		}
+	}
+	// Unknown stays unknown.
+	if c := find(t, Commands(`rm -rf $D`), "rm"); c.Args[1] != "$D" {
+		t.Errorf("%+v", c)
+	}
+	if c := find(t, Commands(`for D in a b; do rm -rf $D; done`), "rm"); c.Args[1] != "$D" {
+		t.Errorf("a loop variable guessed: %+v", c)
 	}
 }
 

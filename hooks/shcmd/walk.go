@@ -64,20 +64,46 @@ func nesting(src string) int {
 	return max
 }
 
-// scope is one parsed text: the functions defined in it so far.
+// scope is one parsed text: the functions defined in it so far, and the
+// variables given a value we can read (a guess: a branch, a loop or an
+// earlier command line may set them otherwise).
 type scope struct {
 	funcs map[string]funcDef
+	vars  map[string]word
+}
+
+// setVar records name = v, or forgets name when v is not known.
+func (sc *scope) setVar(name string, v word, appending bool) {
+	if appending {
+		old, ok := sc.vars[name]
+		if !ok || !v.known() {
+			delete(sc.vars, name)
+			return
+		}
+		v.text = old.text + v.text
+	}
+	if !v.known() {
+		delete(sc.vars, name)
+		return
+	}
+	if sc.vars == nil {
+		sc.vars = make(map[string]word)
+	}
+	if len(sc.vars) < maxVars {
+		sc.vars[name] = word{text: v.text, guessed: true}
+	}
 }
 
 type walker struct {
-	p      *Parser
-	out    []Command
-	sc     *scope
-	depth  int
-	calls  int
-	work   int
-	full   bool
-	active map[*syntax.Stmt]bool
+	p        *Parser
+	substOut map[*syntax.CmdSubst]word // what command substitutions print, when known
+	out      []Command
+	sc       *scope
+	depth    int
+	calls    int
+	work     int
+	full     bool
+	active   map[*syntax.Stmt]bool
 }
 
 // with returns a new slice: s followed by x.
@@ -184,7 +210,16 @@ func (w *walker) parse(src string, c ctx, via string, share bool) ([]string, *wo
 	}
 	old := w.sc
 	if !share || w.sc == nil {
-		w.sc = &scope{}
+		// A new shell: it sees the variables (exported or not: a guess
+		// that errs on the side of seeing more).
+		sc := &scope{}
+		if old != nil && len(old.vars) > 0 {
+			sc.vars = make(map[string]word, len(old.vars))
+			for k, v := range old.vars {
+				sc.vars[k] = v
+			}
+		}
+		w.sc = sc
 	}
 	w.depth++
 	names, out := w.stmts(f.Stmts, c)
@@ -303,6 +338,9 @@ func (w *walker) command(cmd syntax.Command, c ctx) ([]string, *word) {
 		var names []string
 		if cmd.Loop != nil {
 			names = w.substs(cmd.Loop, c)
+		}
+		if wi, ok := cmd.Loop.(*syntax.WordIter); ok && wi.Name != nil {
+			delete(w.sc.vars, wi.Name.Value)
 		}
 		n, o := w.stmts(cmd.Do, c)
 		return addFeeds(names, n), o
@@ -424,8 +462,15 @@ func (w *walker) substs(node syntax.Node, c ctx) []string {
 			c2 := c
 			c2.via = with(c.via, "$( )")
 			c2.feeds, c2.stdin, c2.redirs = nil, nil, nil
-			got, _ := w.stmts(n.Stmts, c2)
+			got, out := w.stmts(n.Stmts, c2)
 			names = addFeeds(names, got)
+			if out != nil && len(w.substOut) < maxVars {
+				// What it prints, as the shell substitutes it.
+				if w.substOut == nil {
+					w.substOut = make(map[*syntax.CmdSubst]word)
+				}
+				w.substOut[n] = word{text: strings.TrimRight(out.text, "\n"), guessed: out.known()}
+			}
 			return false
 		case *syntax.ProcSubst:
 			c2 := c
@@ -452,6 +497,12 @@ func (w *walker) call(ce *syntax.CallExpr, c ctx) ([]string, *word) {
 		names = append(names, w.special(as, c)...)
 	}
 	if len(ce.Args) == 0 {
+		// Assignments alone set shell variables.
+		for _, as := range ce.Assigns {
+			if as != nil {
+				w.assign(as, c)
+			}
+		}
 		return names, nil
 	}
 	var sub []string
@@ -519,6 +570,7 @@ func (w *walker) decl(d *syntax.DeclClause, c ctx) ([]string, *word) {
 		names = append(names, w.substs(as, c)...)
 		args = append(args, w.assignText(as, c))
 		names = append(names, w.special(as, c)...)
+		w.assign(as, c)
 	}
 	variant := "declare"
 	if d.Variant != nil {
@@ -526,6 +578,18 @@ func (w *walker) decl(d *syntax.DeclClause, c ctx) ([]string, *word) {
 	}
 	w.add(Command{Name: variant, Argv0: variant, Args: args, Redirs: c.redirs, Feeds: c.feeds, Via: c.via})
 	return append(names, variant), nil
+}
+
+// assign records the value a plain assignment gives its variable.
+func (w *walker) assign(as *syntax.Assign, c ctx) {
+	if as.Name == nil || as.Naked {
+		return
+	}
+	if as.Index != nil || as.Array != nil {
+		delete(w.sc.vars, as.Name.Value)
+		return
+	}
+	w.sc.setVar(as.Name.Value, w.render(as.Value, c), as.Append)
 }
 
 // assignText renders an assignment as NAME=value.

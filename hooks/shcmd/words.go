@@ -180,8 +180,17 @@ func (w *walker) parts(b *strings.Builder, parts []syntax.WordPart, q quoting, c
 				b.WriteString(p.Pattern.Value)
 			}
 			b.WriteString(")")
+		case *syntax.CmdSubst:
+			r.lit = false
+			if v, ok := w.substOut[p]; ok {
+				b.WriteString(v.text)
+				r.guessed = r.guessed && v.guessed
+				continue
+			}
+			r.guessed = false
+			b.WriteString(w.print(p))
 		default:
-			// $(…), `…`, $((…)), <(…), >(…)
+			// $((…)), <(…), >(…)
 			r.lit, r.guessed = false, false
 			b.WriteString(w.print(p))
 		}
@@ -195,9 +204,20 @@ func simpleParam(p *syntax.ParamExp) bool {
 		p.Names == 0 && p.Flags == nil && len(p.Modifiers) == 0
 }
 
-// param returns the value of a positional parameter when it is known.
+// param returns the value of a parameter expansion when it can be guessed:
+// a positional parameter of a call we saw, a variable given a value in the
+// text, or the default of ${x:-default} when x is not known.
 func (w *walker) param(p *syntax.ParamExp, c ctx) (word, bool) {
-	if c.params == nil || c.open || !simpleParam(p) {
+	if p.Param == nil {
+		return word{}, false
+	}
+	if !simpleParam(p) {
+		return w.paramDefault(p, c)
+	}
+	if v, ok := w.sc.vars[p.Param.Value]; ok {
+		return v, true
+	}
+	if c.params == nil || c.open {
 		return word{}, false
 	}
 	name := p.Param.Value
@@ -228,6 +248,38 @@ func (w *walker) param(p *syntax.ParamExp, c ctx) (word, bool) {
 	}
 	x := c.params.words[n-1]
 	return word{text: x.text, guessed: x.known()}, true
+}
+
+// paramDefault guesses ${x-d}, ${x:-d}, ${x=d}, ${x:=d}, ${x+a} and
+// ${x:+a} (with x unknown, the default is the guess).
+func (w *walker) paramDefault(p *syntax.ParamExp, c ctx) (word, bool) {
+	if p.Exp == nil || p.NestedParam != nil || p.Index != nil || p.Slice != nil || p.Repl != nil ||
+		p.Excl || p.Length || p.Width || p.IsSet || p.Names != 0 {
+		return word{}, false
+	}
+	def := func() word {
+		if p.Exp.Word == nil {
+			return word{guessed: true}
+		}
+		d := w.render(p.Exp.Word, c)
+		return word{text: d.text, guessed: d.known()}
+	}
+	v, known := w.sc.vars[p.Param.Value]
+	switch p.Exp.Op {
+	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+		if known && (v.text != "" || p.Exp.Op == syntax.DefaultUnset || p.Exp.Op == syntax.AssignUnset) {
+			return v, true
+		}
+		return def(), true
+	case syntax.AlternateUnset, syntax.AlternateUnsetOrNull:
+		if known {
+			if v.text == "" && p.Exp.Op == syntax.AlternateUnsetOrNull {
+				return word{guessed: true}, true
+			}
+			return def(), true
+		}
+	}
+	return word{}, false
 }
 
 // unescape reads the backslashes of a literal in the given quoting.

@@ -50,30 +50,64 @@ local function operands(args)
   return out
 end
 
--- clean turns "//", "/./", trailing "/", "/." and "/*" into the path they
--- stand for: "/*" -> "/", "./*" -> ".", "~/" -> "~".
-local function clean(p)
-  p = p:gsub("/+", "/")
-  local prev
-  repeat
-    prev = p
-    p = p:gsub("/%./", "/"):gsub("/%.$", "/"):gsub("/%*$", "/"):gsub("^%./(.)", "%1")
-    if #p > 1 then p = p:gsub("/$", "") end
-  until p == prev
-  return p
+-- split returns the components of a path and whether it is absolute,
+-- with "." dropped and ".." resolved where it can be: "/tmp/../*" gives
+-- {"*"}; a ".." above the start is kept ("../x" gives {"..", "x"}).
+local function split(p)
+  local out = {}
+  for part in p:gmatch("[^/]+") do
+    if part == ".." and #out > 0 and out[#out] ~= ".." then
+      out[#out] = nil
+    elseif part ~= "." then
+      out[#out + 1] = part
+    end
+  end
+  return out, p:sub(1, 1) == "/"
 end
 
+-- everything reports whether a last component stands for all a directory
+-- holds: *, .*, or a glob of nothing but wildcards.
+local function everything(part)
+  return part ~= nil and part:find("^[%*%.%?]+$") ~= nil and part:find("*", 1, true) ~= nil
+end
+
+-- clean turns a path into the directory it wipes when deleted
+-- recursively: "//", "/./" and ".." resolved, a trailing "/*" dropped
+-- ("/tmp/../*" -> "/", "./*" -> ".", "~/" -> "~").
+local function clean(p)
+  local parts, abs = split(p)
+  while everything(parts[#parts]) do parts[#parts] = nil end
+  local s = table.concat(parts, "/")
+  if abs then return "/" .. s end
+  if s == "" then return "." end
+  return s
+end
+
+local workspace_cache = {}
 local function workspace_root()
   local ws = harness.session.workspace
   if ws == nil or ws == "" then return nil end
-  return clean(ws)
+  local c = workspace_cache[ws]
+  if c == nil then
+    c = clean(ws)
+    workspace_cache = {[ws] = c}
+  end
+  return c
 end
 
--- target says how bad it is to delete (or recursively change) a: "veto",
--- "ask" or nil, with what it is.
+-- top-level system directories, for globs such as /b* or /[e]tc.
+local top_system = {}
+for d in pairs(system) do
+  if not d:find("/", 2, true) then top_system[#top_system + 1] = d end
+end
+table.sort(top_system)
+
 local quiet = {}
 for c in ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=,@%:"):gmatch(".") do quiet[c] = true end
 
+-- target says how bad it is to delete (or recursively change) a: "veto",
+-- "ask" or nil, with what it is; the third result is true when a is the
+-- current directory (or everything in it).
 local function target(a)
   if a == "" then return nil end
   local first = a:sub(1, 1)
@@ -82,22 +116,29 @@ local function target(a)
   if first == "." and a:sub(2, 2) == "/" and quiet[a:sub(3, 3)] and not a:find("..", 1, true) then return nil end
   local p = clean(a)
   if first == "/" then
-    if p == "/" or p == "/.." or p == "/.*" then return "veto", "the root directory" end
+    if p == "/" then return "veto", a == "/" and "the root directory" or "the root directory (" .. a .. ")" end
     if system[p] then return "veto", "the system directory " .. p end
-    if p:match("^/home/[^/]+$") then return "veto", "the home directory " .. p end
+    if p:find("^/home/[^/]+$") then return "veto", "the home directory " .. p end
     local ws = workspace_root()
     if ws and p == ws then return "veto", "the workspace root " .. ws end
+    local top = p:match("^/([^/]*)")
+    if top and top:find("[%*%?%[]") then
+      for _, d in ipairs(top_system) do
+        if harness.match(d, "/" .. top) then return "veto", "the system directory " .. d .. " (" .. a .. ")" end
+      end
+    end
     return nil
   end
-  if first == "~" then
-    if p == "~" or p:match("^~[^/]*$") then return "veto", "a home directory (" .. a .. ")" end
+  local home = a:match("^~[^/]*") or a:match("^%$HOME") or a:match("^%${HOME}")
+  if home then
+    local rest = clean("/" .. a:sub(#home + 1))
+    if rest == "/" or a:find("/..", 1, true) then return "veto", "a home directory (" .. a .. ")" end
     return nil
   end
-  if p == "$HOME" or p == "$HOME/.*" or p == "~/.*" then return "veto", "the home directory ($HOME)" end
-  if p == "$PWD" or p == "$(pwd)" or p == "`pwd`" then return "ask", "the current directory (" .. a .. ")" end
-  if p == "." or p == "*" or p == ".*" then return "ask", "everything in the current directory (" .. a .. ")" end
-  if p == ".." or p == "../*" or p:match("^%.%./%.%.") then return "ask", "a parent directory (" .. a .. ")" end
-  if a:match("^%$[%w_]+/%*?$") or a:match("^%$[%w_]+/%.%*?$") then
+  if p == "$PWD" or p == "$(pwd)" or p == "`pwd`" then return "ask", "the current directory (" .. a .. ")", true end
+  if p == "." then return "ask", "everything in the current directory (" .. a .. ")", true end
+  if p == ".." or p:find("^%.%./") then return "ask", "a parent directory (" .. a .. ")" end
+  if a:find("^%$[%w_]+/[%*%.]*$") then
     return "ask", a .. " (if " .. a:match("^%$[%w_]+") .. " is empty or unset, that is /)"
   end
   return nil
@@ -174,9 +215,19 @@ local function judge(cmds)
     end
   end
 
+  local cwd = nil -- what `cd` went to earlier in the line, when that is a root of something
   for _, c in ipairs(cmds) do
     local name = c.name
     local shown = c.text
+    if name == "cd" or name == "pushd" then
+      local ops = operands(c.args)
+      if #ops == 0 then
+        cwd = "a home directory"
+      else
+        local level, what = target(ops[1])
+        if level == "veto" then cwd = what else cwd = nil end
+      end
+    end
     if #c.via > 0 then shown = shown .. " (via " .. table.concat(c.via, " > ") .. ")" end
 
     if c.unparseable then
@@ -227,7 +278,8 @@ local function judge(cmds)
           flag("veto", "deletes " .. a .. ": " .. shown)
         end
         if recursive then
-          local level, what = target(a)
+          local level, what, here = target(a)
+          if here and cwd then level, what = "veto", what .. " after cd to " .. cwd end
           if level then flag(level, "recursive delete of " .. what .. ": " .. shown) end
         end
       end

@@ -101,8 +101,10 @@ const (
 	maxFuncCalls   = 64  // function bodies expanded at calls, in all
 	maxNesting     = 128 // brackets nested in one text
 	maxBraceWords  = 256
-	maxBraces      = 16  // brace expansions in one word
-	maxVars        = 256 // variables and substitution outputs remembered
+	maxBraces      = 16       // brace expansions in one word
+	maxVars        = 256      // variables and substitution outputs remembered
+	maxVarLen      = 1024     // the longest value remembered
+	maxOut         = 64 << 10 // the most text kept of what a list of commands prints
 	maxParallelArg = 64
 	workFactor     = 4 // bytes parsed in all, nested strings included, <= workFactor*MaxBytes
 )

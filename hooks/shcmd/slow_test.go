@@ -17,6 +17,8 @@ func TestCommandsPathological(t *testing.T) {
 		strings.Repeat("bash -c ", 5000) + "x", strings.Repeat("a=(", 20000), strings.Repeat("${a:-", 15000),
 		strings.Repeat("f(){ f \"$@\" \"$@\"; };", 10000) + "f a b c", "echo {1..999999999}",
 		"cat <<EOF | sh\n" + strings.Repeat("ls\n", 80000) + "EOF\n",
+		"a=xy; " + strings.Repeat("a+=$a$a; ", 60) + "echo $a", "a=xy; " + strings.Repeat("a=$a$a; ", 60) + "echo $a",
+		"a=$(echo xx); " + strings.Repeat("a=$(echo $a$a); ", 60),
 	} {
 		start := time.Now()
 		got := Commands(s)

@@ -82,7 +82,7 @@ func (sc *scope) setVar(name string, v word, appending bool) {
 		}
 		v.text = old.text + v.text
 	}
-	if !v.known() {
+	if !v.known() || len(v.text) > maxVarLen {
 		delete(sc.vars, name)
 		return
 	}
@@ -241,13 +241,37 @@ func (w *walker) code(text word, c ctx, via string, share bool) ([]string, *word
 
 func (w *walker) stmts(list []*syntax.Stmt, c ctx) ([]string, *word) {
 	var names []string
-	var out *word
+	var outs []*word
 	for _, st := range list {
 		n, o := w.stmt(st, c)
 		names = addFeeds(names, n)
-		out = joinOut(out, o)
+		if o != nil {
+			outs = append(outs, o)
+		}
 	}
-	return names, out
+	switch len(outs) {
+	case 0:
+		return names, nil
+	case 1:
+		return names, outs[0]
+	}
+	var b strings.Builder
+	r := word{lit: true, guessed: true}
+	for _, o := range outs {
+		if b.Len()+len(o.text) > maxOut {
+			// Too much to analyse as a script: what it is, is not known.
+			r.lit, r.guessed = false, false
+			break
+		}
+		b.WriteString(o.text)
+		r.lit = r.lit && o.lit
+		r.guessed = r.guessed && o.known()
+	}
+	if r.lit {
+		r.guessed = false
+	}
+	r.text = b.String()
+	return names, &r
 }
 
 func (w *walker) stmt(st *syntax.Stmt, c ctx) ([]string, *word) {
@@ -464,7 +488,7 @@ func (w *walker) substs(node syntax.Node, c ctx) []string {
 			c2.feeds, c2.stdin, c2.redirs = nil, nil, nil
 			got, out := w.stmts(n.Stmts, c2)
 			names = addFeeds(names, got)
-			if out != nil && len(w.substOut) < maxVars {
+			if out != nil && len(w.substOut) < maxVars && len(out.text) <= maxVarLen {
 				// What it prints, as the shell substitutes it.
 				if w.substOut == nil {
 					w.substOut = make(map[*syntax.CmdSubst]word)

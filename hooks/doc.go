@@ -73,9 +73,11 @@
 //     harness.commands) finishes before the budget is checked; those are
 //     bounded (string.rep, string.gsub and string.format refuse results of
 //     more than 4 MiB or widths of more than two digits) but memory is not
-//     limited otherwise. On a badly overloaded machine a hook can overrun;
+//     limited otherwise. On a badly overloaded machine a hook can overrun:
 //     MaxConcurrent keeps calls beyond the core count waiting outside the
-//     budget, and a larger Budget helps.
+//     budget, a call that overran having run very few Lua instructions is
+//     deemed starved of CPU and run once more (so an endless loop may take
+//     up to twice the budget to stop), and a larger Budget helps.
 //   - An action hook that fails (an error, a bad return value, an overrun)
 //     gives a Veto naming its file:line, with Decision.Err set, unless its
 //     Dir is FailOpen. A failing observation hook makes Observation return

@@ -567,9 +567,9 @@ func (e *Engine) Action(ctx context.Context, s Session, a event.Payload) (Decisi
 		}
 		return failDecision(err), nil
 	}
-	d, err := w.action(ctx, s, a, -1)
-	e.give(w)
-	return d, err
+	defer e.give(w)
+	defer w.recoverBroken()
+	return w.action(ctx, s, a, -1)
 }
 
 // Observation runs the observation hooks on obs, the output of action,
@@ -588,9 +588,9 @@ func (e *Engine) Observation(ctx context.Context, s Session, action, obs event.P
 	if err != nil {
 		return ObservationSettings{}, err
 	}
-	set, err := w.observation(ctx, s, action, obs)
-	e.give(w)
-	return set, err
+	defer e.give(w)
+	defer w.recoverBroken()
+	return w.observation(ctx, s, action, obs)
 }
 
 // Event runs the hooks of a session event, "session.start" or
@@ -609,7 +609,7 @@ func (e *Engine) Event(ctx context.Context, s Session, name string) error {
 	if err != nil {
 		return err
 	}
-	err = w.sessionEvent(ctx, s, cl, name)
-	e.give(w)
-	return err
+	defer e.give(w)
+	defer w.recoverBroken()
+	return w.sessionEvent(ctx, s, cl, name)
 }

@@ -314,6 +314,17 @@ func (c *countingCtx) Done() <-chan struct{} {
 	return c.Context.Done()
 }
 
+// recoverBroken, deferred around a call, marks the state broken if the
+// call panics (the panic goes on: it is a bug in this package), so that it
+// is not used again.
+func (w *worker) recoverBroken() {
+	if r := recover(); r != nil {
+		w.broken = true
+		w.call = nil
+		panic(r)
+	}
+}
+
 // setSession makes s what harness.session shows.
 func (w *worker) setSession(s Session) {
 	if w.sessID == s.ID && s.ID != "" {

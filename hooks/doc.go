@@ -50,9 +50,9 @@
 // assigns, redirs = {{op, target}}, feeds, via, dynamic, dynamic_args,
 // unparseable, error, text}; harness.has_flag(args, "-r", …) finds flags,
 // also in clusters (-rf) and as --name=value; harness.any_arg(args,
-// pattern, …) returns the first arg matching; harness.match(s, pattern)
-// matches a glob (* crosses "/") or, for a pattern starting with "^", a
-// Lua pattern; harness.log(…) and print(…) write to the Logger;
+// pattern, …) returns the first arg matching; harness.match(s, pattern,
+// …) matches globs (* crosses "/") or, for a pattern starting with "^",
+// Lua patterns; harness.log(…) and print(…) write to the Logger;
 // harness.session is {id, workspace, profile}, read-only.
 //
 // Test is the `harnessd hooks test` command: it prints what a file or

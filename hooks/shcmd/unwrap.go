@@ -164,7 +164,7 @@ func (w *walker) splitWords(s string) []word {
 		}
 		if ce, ok := st.Cmd.(*syntax.CallExpr); ok {
 			for _, a := range ce.Args {
-				out = append(out, w.expand(a, ctx{})...)
+				out = w.expand(out, a, ctx{})
 			}
 		}
 	}

@@ -116,10 +116,15 @@ func with(s []string, x ...string) []string {
 // maxFeeds bounds Command.Feeds.
 const maxFeeds = 64
 
-// addFeeds returns a new slice: feeds and then the names not yet in it.
+// addFeeds returns feeds and then the names not yet in it. It never
+// changes its arguments, and may return one of them: slices of names are
+// never appended to in place.
 func addFeeds(feeds, names []string) []string {
 	if len(names) == 0 {
 		return feeds
+	}
+	if len(feeds) == 0 && len(names) <= 8 && !hasDup(names) {
+		return names
 	}
 	r := make([]string, len(feeds), len(feeds)+len(names))
 	copy(r, feeds)
@@ -132,6 +137,17 @@ func addFeeds(feeds, names []string) []string {
 		}
 	}
 	return r
+}
+
+func hasDup(s []string) bool {
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[i] == s[j] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (w *walker) add(c Command) {
@@ -380,7 +396,7 @@ func (w *walker) command(cmd syntax.Command, c ctx) ([]string, *word) {
 			}
 			for _, p := range it.Patterns {
 				if p != nil {
-					names = append(names, w.substs(p, c)...)
+					names = addFeeds(names, w.substs(p, c))
 				}
 			}
 			n, o := w.stmts(it.Stmts, c)
@@ -470,13 +486,18 @@ func joinOut(a, b *word) *word {
 // substs walks node for command and process substitutions, analyses the
 // commands in them and returns their names.
 func (w *walker) substs(node syntax.Node, c ctx) []string {
-	var names []string
 	if node == nil {
 		return nil
 	}
 	if wd, ok := node.(*syntax.Word); ok && plainWord(wd.Parts) {
 		return nil
 	}
+	return w.walkSubsts(node, c)
+}
+
+// walkSubsts is substs past its quick check (the closure makes c escape).
+func (w *walker) walkSubsts(node syntax.Node, c ctx) []string {
+	var names []string
 	syntax.Walk(node, func(n syntax.Node) bool {
 		if w.full {
 			return false
@@ -516,9 +537,9 @@ func (w *walker) call(ce *syntax.CallExpr, c ctx) ([]string, *word) {
 		if as == nil {
 			continue
 		}
-		names = append(names, w.substs(as, c)...)
+		names = addFeeds(names, w.substs(as, c))
 		assigns = append(assigns, w.assignText(as, c))
-		names = append(names, w.special(as, c)...)
+		names = addFeeds(names, w.special(as, c))
 	}
 	if len(ce.Args) == 0 {
 		// Assignments alone set shell variables.
@@ -536,10 +557,10 @@ func (w *walker) call(ce *syntax.CallExpr, c ctx) ([]string, *word) {
 		}
 	}
 	names = addFeeds(names, sub)
-	var words []word
+	words := make([]word, 0, len(ce.Args))
 	for _, a := range ce.Args {
 		if a != nil {
-			words = append(words, w.expand(a, c)...)
+			words = w.expand(words, a, c)
 		}
 	}
 	if len(words) == 0 {
@@ -591,9 +612,9 @@ func (w *walker) decl(d *syntax.DeclClause, c ctx) ([]string, *word) {
 		if as == nil {
 			continue
 		}
-		names = append(names, w.substs(as, c)...)
+		names = addFeeds(names, w.substs(as, c))
 		args = append(args, w.assignText(as, c))
-		names = append(names, w.special(as, c)...)
+		names = addFeeds(names, w.special(as, c))
 		w.assign(as, c)
 	}
 	variant := "declare"
@@ -601,7 +622,7 @@ func (w *walker) decl(d *syntax.DeclClause, c ctx) ([]string, *word) {
 		variant = d.Variant.Value
 	}
 	w.add(Command{Name: variant, Argv0: variant, Args: args, Redirs: c.redirs, Feeds: c.feeds, Via: c.via})
-	return append(names, variant), nil
+	return addFeeds(names, []string{variant}), nil
 }
 
 // assign records the value a plain assignment gives its variable.
@@ -678,7 +699,7 @@ func (w *walker) special(as *syntax.Assign, c ctx) []string {
 			}
 			c2 := c
 			c2.via = with(c.via, as.Name.Value)
-			names = append(names, w.substs(doc, c2)...)
+			names = addFeeds(names, w.substs(doc, c2))
 		}
 	}
 	return names

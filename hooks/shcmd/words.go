@@ -18,45 +18,45 @@ const (
 	heredoc                 // \$ \` \\ escape, others stay
 )
 
-// expand returns the argv words wd becomes: usually one, several for a
-// brace expansion ({a,b}) or for "$@" when the positional parameters are
-// known.
-func (w *walker) expand(wd *syntax.Word, c ctx) []word {
+// expand appends to dst the argv words wd becomes: usually one, several
+// for a brace expansion ({a,b}) or for "$@" when the positional
+// parameters are known.
+func (w *walker) expand(dst []word, wd *syntax.Word, c ctx) []word {
 	if c.params != nil && !c.open {
 		if pe := soleParam(wd); pe != nil && pe.Param != nil && (pe.Param.Value == "@" || pe.Param.Value == "*") {
-			out := make([]word, 0, len(c.params.words))
 			for _, p := range c.params.words {
-				out = append(out, word{text: p.text, guessed: p.known()})
+				dst = append(dst, word{text: p.text, guessed: p.known()})
 			}
-			return out
+			return dst
 		}
 	}
 	if n := braces(wd); n > maxBraces {
 		// Expanding would take too long; what it gives is not known.
 		r := w.render(wd, c)
 		r.lit, r.guessed = false, false
-		return []word{r}
+		return append(dst, r)
 	} else if n > 0 {
 		cl := &syntax.Word{Parts: append([]syntax.WordPart(nil), wd.Parts...)}
 		if syntax.SplitBraces(cl) {
-			var out []word
+			start := len(dst)
 			ok := true
 			for ew, err := range expand.BracesSeq(nil, cl) {
-				if err != nil || len(out) >= maxBraceWords || ew == nil {
+				if err != nil || len(dst)-start >= maxBraceWords || ew == nil {
 					ok = false
 					break
 				}
-				out = append(out, w.render(ew, c))
+				dst = append(dst, w.render(ew, c))
 			}
-			if ok && len(out) > 0 {
-				return out
+			if ok && len(dst) > start {
+				return dst
 			}
+			dst = dst[:start]
 			r := w.render(wd, c)
 			r.lit, r.guessed = false, false
-			return []word{r}
+			return append(dst, r)
 		}
 	}
-	return []word{w.render(wd, c)}
+	return append(dst, w.render(wd, c))
 }
 
 // braces counts the '{' in the unquoted literals of wd.

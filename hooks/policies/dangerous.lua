@@ -215,18 +215,12 @@ local function judge(cmds)
     end
   end
 
-  local cwd = nil -- what `cd` went to earlier in the line, when that is a root of something
+  local cd = nil -- where `cd` went earlier in the line (judged only if it matters)
   for _, c in ipairs(cmds) do
     local name = c.name
     local shown = c.text
     if name == "cd" or name == "pushd" then
-      local ops = operands(c.args)
-      if #ops == 0 then
-        cwd = "a home directory"
-      else
-        local level, what = target(ops[1])
-        if level == "veto" then cwd = what else cwd = nil end
-      end
+      cd = operands(c.args)[1] or "~"
     end
     if #c.via > 0 then shown = shown .. " (via " .. table.concat(c.via, " > ") .. ")" end
 
@@ -279,7 +273,10 @@ local function judge(cmds)
         end
         if recursive then
           local level, what, here = target(a)
-          if here and cwd then level, what = "veto", what .. " after cd to " .. cwd end
+          if here and cd then
+            local cdlevel, cdwhat = target(cd)
+            if cdlevel == "veto" then level, what = "veto", what .. " after cd to " .. cdwhat end
+          end
           if level then flag(level, "recursive delete of " .. what .. ": " .. shown) end
         end
       end

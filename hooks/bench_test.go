@@ -1,0 +1,131 @@
+package hooks
+
+import (
+	"context"
+	"runtime"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/core/event"
+)
+
+// benchCommands are typical agent commands, more of them than a Lua
+// state caches analyses of, so that each call parses its command.
+var benchCommands = []string{
+	"ls -la", "cat README.md", "go test ./...", "git status && git diff --stat", "grep -rn 'TODO' --include='*.go' .",
+	"cd /workspace/app && npm test", "python3 -m pytest -x tests/test_api.py", "rm -rf ./build && make -j2",
+	"find . -name '*.pyc' -delete", "sed -i 's/foo/bar/g' main.go", "curl -fsSL https://example.com/data.json | jq .",
+	"docker ps --format '{{.Names}}'", "export PATH=$PATH:/usr/local/go/bin && go version", "echo hello > out.txt",
+	"timeout 60 cargo build --release", "tar czf backup.tgz src && ls -lh backup.tgz", "head -n 50 server.log",
+	"pip install -r requirements.txt", "git log --oneline -n 20", "mkdir -p out && cp -r assets out/",
+}
+
+const oneHook = `
+harness.on("action.cmd_run", function(ev)
+  for _, c in ipairs(harness.commands(ev.command)) do
+    if c.name == "rm" and harness.has_flag(c.args, "-r", "-R") and harness.any_arg(c.args, "/") then
+      return harness.veto("recursive delete of / is not allowed")
+    end
+  end
+end)`
+
+func benchEngines(b *testing.B) map[string]*Engine {
+	b.Helper()
+	mk := func(dirs ...Dir) *Engine {
+		e, err := Load(Options{Dirs: dirs, Budget: time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e
+	}
+	return map[string]*Engine{
+		"hooks=0":       mk(),
+		"hooks=1":       mk(Dir{Path: writeHooks(b, map[string]string{"one.lua": oneHook})}),
+		"hooks=builtin": mk(Builtin),
+	}
+}
+
+// BenchmarkAction measures Engine.Action on typical commands with no
+// hooks, one hook and the shipped policies; p50-ns and p99-ns are the
+// latencies of single calls.
+func BenchmarkAction(b *testing.B) {
+	engines := benchEngines(b)
+	for _, name := range []string{"hooks=0", "hooks=1", "hooks=builtin"} {
+		e := engines[name]
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cpu0, thread0 := cpuTime(syscall.RUSAGE_SELF), cpuTime(syscall.RUSAGE_THREAD)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				d, err := e.Action(ctx, testSession, event.CmdRun{Command: benchCommands[i%len(benchCommands)]})
+				lat = append(lat, time.Since(start))
+				if err != nil || d.Verdict == Veto {
+					b.Fatalf("%+v %v", d, err)
+				}
+			}
+			b.StopTimer()
+			// CPU time is what a shared, loaded machine does not inflate:
+			// the process's (GC included) and this thread's (the calls).
+			b.ReportMetric(float64((cpuTime(syscall.RUSAGE_SELF)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((cpuTime(syscall.RUSAGE_THREAD)-thread0).Nanoseconds())/float64(b.N), "thread-cpu-ns/op")
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+		})
+	}
+}
+
+// cpuTime returns the CPU time used by the process (RUSAGE_SELF) or the
+// calling thread (RUSAGE_THREAD).
+func cpuTime(who int) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkActionParallel is BenchmarkAction from GOMAXPROCS goroutines
+// (-cpu 1,2 shows how throughput scales with cores).
+func BenchmarkActionParallel(b *testing.B) {
+	engines := benchEngines(b)
+	for _, name := range []string{"hooks=0", "hooks=1", "hooks=builtin"} {
+		e := engines[name]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				i := 0
+				for pb.Next() {
+					d, err := e.Action(ctx, testSession, event.CmdRun{Command: benchCommands[i%len(benchCommands)]})
+					if err != nil || d.Verdict == Veto {
+						b.Errorf("%+v %v", d, err)
+						return
+					}
+					i++
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkObservation measures the shipped observation hooks (trim
+// settings and redactions) for a go test run.
+func BenchmarkObservation(b *testing.B) {
+	e := benchEngines(b)["hooks=builtin"]
+	ctx := context.Background()
+	obs := event.CmdOutput{ExitCode: 1, Output: "--- FAIL: TestX\nFAIL\n"}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := e.Observation(ctx, testSession, event.CmdRun{Command: "go test ./..."}, obs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -115,6 +115,24 @@ type CmdRun struct {
 	IsInput  bool    `json:"is_input,omitempty"`  // send Command as keys ("C-c", "C-d") to the running program
 	TimeoutS float64 `json:"timeout_s,omitempty"` // hard timeout in seconds: past it the command is interrupted (SIGINT, then SIGKILL); 0 = the configured hard_timeout
 	Reset    bool    `json:"reset,omitempty"`     // kill the shell and start a fresh one first
+	// Rewritten is set when a hook rewrote the action: this is what ran,
+	// and Rewritten keeps what was asked for.
+	Rewritten *Rewritten `json:"rewritten,omitempty"`
+}
+
+// Rewritten is what a hook's rewrite replaced.
+type Rewritten struct {
+	Hook    string `json:"hook"`    // the hook that rewrote it (file:line)
+	Command string `json:"command"` // the command that was asked for
+}
+
+// WithOriginal returns c marked as the rewrite of orig by hook; the
+// pipeline records it so the original stays in the log.
+func (c CmdRun) WithOriginal(orig Payload, hook string) Payload {
+	if o, ok := orig.(CmdRun); ok {
+		c.Rewritten = &Rewritten{Hook: hook, Command: o.Command}
+	}
+	return c
 }
 
 // Message is text from the agent to the person, or from the person to the

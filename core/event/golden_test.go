@@ -140,6 +140,10 @@ func dumpTime(t time.Time) string {
 	return fmt.Sprintf("%s(%s%+d)", t.Format(time.RFC3339Nano), name, off)
 }
 
+// addedSinceV1 are optional payload fields added after the golden files
+// were written; a dump leaves them out while they are zero.
+var addedSinceV1 = map[string]bool{"CmdRun.Rewritten": true}
+
 func dumpValue(b *strings.Builder, v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -152,6 +156,10 @@ func dumpValue(b *strings.Builder, v reflect.Value) {
 	case reflect.Struct:
 		fmt.Fprintf(b, "%s{", v.Type().Name())
 		for i := range v.NumField() {
+			name := v.Type().Name() + "." + v.Type().Field(i).Name
+			if addedSinceV1[name] && v.Field(i).IsZero() {
+				continue // the v1 dumps predate it; absent, it reads as before
+			}
 			if i > 0 {
 				b.WriteString(" ")
 			}

@@ -175,7 +175,13 @@ func (p *Pipeline) do(ctx context.Context, s *session.Session, src event.Source,
 		if err := validate(src, dec.Action); err != nil {
 			return p.veto(ctx, s, src, a, Decision{Verdict: Veto, Hook: dec.Hook, Reason: "the hook's rewrite is not a valid action: " + err.Error()})
 		}
-		a = dec.Action
+		a = rewritten(dec.Action, a, dec.Hook)
+	case Ask:
+		// A hook may have rewritten the action it then asks about: the
+		// person decides on what would run.
+		if dec.Action != nil && dec.Action.Kind() == a.Kind() && validate(src, dec.Action) == nil {
+			a = rewritten(dec.Action, a, dec.Hook)
+		}
 	case Veto:
 		return p.veto(ctx, s, src, a, dec)
 	}
@@ -330,6 +336,17 @@ func deniedReason(reason, who string) string {
 	default:
 		return "needs a person's approval (" + reason + "); denied by " + who
 	}
+}
+
+// rewritten marks a rewrite with the action it replaced, where the kind
+// keeps one (event.CmdRun.Rewritten), so the log shows both.
+func rewritten(next, orig event.Payload, hook string) event.Payload {
+	if w, ok := next.(interface {
+		WithOriginal(event.Payload, string) event.Payload
+	}); ok {
+		return w.WithOriginal(orig, hook)
+	}
+	return next
 }
 
 // validate checks what every action must be, whatever its kind.

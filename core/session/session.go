@@ -120,6 +120,15 @@ func (s *Session) Stop(ctx context.Context) error { return s.shutdown(ctx) }
 // Sandbox is the session's sandbox; nil when it runs on the host.
 func (s *Session) Sandbox() sandbox.Sandbox { return s.sb }
 
+// Workdir is where the session's shell starts, as the shell sees it
+// (/workspace in a sandbox).
+func (s *Session) Workdir() string {
+	if s.sb != nil {
+		return s.sb.Workdir()
+	}
+	return s.dir
+}
+
 // ID is the session's id.
 func (s *Session) ID() string { return s.id }
 

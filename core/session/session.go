@@ -179,12 +179,7 @@ func (s *Session) Run(ctx context.Context, src event.Source, c event.CmdRun) (Re
 	}
 	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs}
 	tr := trim.New(s.trim, spill)
-	res, runErr := s.term.Run(ctx, terminal.Request{
-		Command: c.Command,
-		IsInput: c.IsInput,
-		Timeout: seconds(c.TimeoutS),
-		Reset:   c.Reset,
-	}, tr)
+	res, runErr := s.term.Run(ctx, c, tr)
 	id, spillErr := spill.close()
 	tres := tr.Result(id)
 	out := event.CmdOutput{

@@ -59,7 +59,7 @@ func TestInitWrapped(t *testing.T) {
 	if res, out := cmd(t, term, "echo $$ $PPID"); res.PID != pid || out != strconv.Itoa(pid)+" "+strconv.Itoa(init)+"\n" {
 		t.Fatalf("echo $$ $PPID: %q %+v", out, res)
 	}
-	res, _ := run(t, term, Request{Command: "sleep 5", Timeout: 300 * time.Millisecond})
+	res, _ := run(t, term, req{Command: "sleep 5", Timeout: 300 * time.Millisecond})
 	if !res.TimedOut || res.Rebuilt || res.ExitCode != 130 || res.PID != pid {
 		t.Fatalf("hard timeout through the wrapper: %+v", res)
 	}

@@ -81,6 +81,9 @@ func (d *display) Write(p []byte) (int, error) {
 			return 0, err
 		}
 		seq := p[start:end]
+		if len(d.det.early) > 0 {
+			seq = append(append([]byte(nil), d.det.early...), seq...)
+		}
 		switch ev {
 		case evAltOn:
 			if d.mode == drawMode {
@@ -100,6 +103,9 @@ func (d *display) Write(p []byte) (int, error) {
 				d.startEmu()
 				d.mode = drawMode
 				d.sink.hold(true)
+			}
+			if d.emu != nil && d.mode == drawMode {
+				d.emu.ClearScrollback()
 			}
 			if err := d.route(seq); err != nil {
 				return 0, err
@@ -129,9 +135,10 @@ func (d *display) route(p []byte) error {
 		if _, err := d.lines.Write(p); err != nil {
 			return err
 		}
-		// A program that scrolls the screen writes lines, not screens:
-		// give back what was held and go on as line output.
-		if d.emu.ScrollbackLen() > 0 || d.sink.held.Len() > maxHeld {
+		// A program that scrolls a whole screen away without moving the
+		// cursor back writes lines, not screens: give back what was held
+		// and go on as line output.
+		if d.emu.ScrollbackLen() >= d.rows || d.sink.held.Len() > maxHeld {
 			d.releaseHeld()
 		}
 		return nil
@@ -152,7 +159,11 @@ func (d *display) startEmu() {
 		return
 	}
 	e := vt.NewEmulator(d.cols, d.rows)
-	e.SetScrollbackSize(1)
+	e.SetScrollbackSize(d.rows + 1)
+	// The PTY does not turn "\n" into "\r\n" (ONLCR is off, so line
+	// output arrives as written), while programs that draw in cooked mode
+	// count on it: newline mode makes the model do it.
+	e.Write([]byte("\x1b[20h"))
 	d.emu = e
 	d.wg.Add(1)
 	go func() {
@@ -249,7 +260,9 @@ type detector struct {
 	st     int // 0 ground, 1 after ESC, 2 in CSI
 	priv   bool
 	params []byte
-	n      int // bytes of the sequence seen so far (for its start offset)
+	n      int    // bytes of the sequence seen so far (for its start offset)
+	seq    []byte // the sequence's bytes so far (bounded), for one split across writes
+	early  []byte // the part of the last event's sequence that came in earlier writes
 }
 
 type dispEvent int
@@ -270,12 +283,17 @@ const maxParams = 64
 // none; otherwise the event and the sequence's bounds in p (start is 0
 // when the sequence began in an earlier write).
 func (d *detector) scan(p []byte) (dispEvent, int, int) {
+	d.early = d.early[:0]
 	for i := 0; i < len(p); i++ {
 		c := p[i]
+		if d.st != 0 && len(d.seq) < maxParams+8 {
+			d.seq = append(d.seq, c)
+		}
 		switch d.st {
 		case 0:
 			if c == 0x1b {
 				d.st, d.n = 1, 1
+				d.seq = append(d.seq[:0], c)
 			}
 		case 1:
 			d.n++
@@ -284,6 +302,7 @@ func (d *detector) scan(p []byte) (dispEvent, int, int) {
 				d.st, d.priv, d.params = 2, false, d.params[:0]
 			case c == 0x1b:
 				d.n = 1
+				d.seq = append(d.seq[:0], c)
 			default:
 				d.st = 0
 			}
@@ -301,10 +320,19 @@ func (d *detector) scan(p []byte) (dispEvent, int, int) {
 			case c >= 0x40 && c <= 0x7e:
 				d.st = 0
 				if ev := d.final(c); ev != evNone {
-					return ev, max(0, i+1-d.n), i + 1
+					start := i + 1 - d.n
+					if start < 0 {
+						// The sequence began in an earlier write.
+						if k := len(d.seq) - (i + 1); k > 0 {
+							d.early = append(d.early, d.seq[:k]...)
+						}
+						start = 0
+					}
+					return ev, start, i + 1
 				}
 			case c == 0x1b:
 				d.st, d.n = 1, 1
+				d.seq = append(d.seq[:0], c)
 			default:
 				d.st = 0
 			}

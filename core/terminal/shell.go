@@ -502,6 +502,36 @@ func (sh *shell) signalForeground(sig syscall.Signal) (int, error) {
 	return pgrp, unix.Kill(-pgrp, sig)
 }
 
+// interrupt sends SIGINT to the foreground job as C-c would. bash ignores
+// a SIGINT that reaches it in the moment between forking a command and
+// handing it the terminal (the command then exits normally and a loop
+// goes on), so it waits a moment for a command to hold the terminal and
+// signals that command's group; a builtin loop that never forks gets it
+// after the moment.
+func (sh *shell) interrupt() error {
+	for try := 0; ; try++ {
+		pg, err := sh.foreground()
+		for end := time.Now().Add(50 * time.Millisecond); err == nil && pg == sh.pid && time.Now().Before(end); {
+			time.Sleep(time.Millisecond)
+			pg, err = sh.foreground()
+		}
+		if err != nil || pg <= 0 {
+			return unix.Kill(sh.pid, unix.SIGINT)
+		}
+		err = unix.Kill(-pg, unix.SIGINT)
+		if !errors.Is(err, unix.ESRCH) || try == 3 {
+			return err
+		}
+	}
+}
+
+// isig reports whether the terminal turns C-c into SIGINT now (a program
+// in raw mode, such as vi, reads it as a key instead).
+func (sh *shell) isig() bool {
+	t, err := unix.IoctlGetTermios(int(sh.slave.Fd()), unix.TCGETS)
+	return err == nil && t.Lflag&unix.ISIG != 0
+}
+
 // write types b into the terminal.
 func (sh *shell) write(b []byte) error {
 	_, err := sh.master.Write(b)

@@ -461,7 +461,7 @@ func (t *Terminal) Interrupt(ctx context.Context) error {
 	if v := sh.look(); sh.procOK && sh.atPrompt(v) {
 		return ErrNotRunning
 	}
-	if _, err := sh.signalForeground(syscall.SIGINT); err != nil {
+	if err := sh.interrupt(); err != nil {
 		return fmt.Errorf("interrupt: %w", err)
 	}
 	return nil
@@ -483,7 +483,13 @@ func (t *Terminal) SendKeys(ctx context.Context, keys string) error {
 	// Without the display's state (it belongs to Run), keys are sent as
 	// written: Enter only where the keys say so, arrows in normal mode.
 	in := parseInput(keys, false)
-	if err := sh.write(in.bytes); err != nil {
+	var err error
+	if string(in.bytes) == "\x03" && sh.isig() {
+		err = sh.interrupt()
+	} else {
+		err = sh.write(in.bytes)
+	}
+	if err != nil {
 		return fmt.Errorf("send keys: %w", err)
 	}
 	return nil
@@ -622,7 +628,13 @@ func (t *Terminal) run(ctx context.Context, c event.CmdRun, w io.Writer, cfg run
 		if !in.hasKey && !in.endsLine && t.disp.mode == lineMode {
 			b = append(b, '\r')
 		}
-		if err := t.sh.write(b); err != nil {
+		var err error
+		if string(b) == "\x03" && t.sh.isig() {
+			err = t.sh.interrupt() // what the terminal would do, without its race
+		} else {
+			err = t.sh.write(b)
+		}
+		if err != nil {
 			return Result{ExitCode: -1}, fmt.Errorf("send input: %w", err)
 		}
 		k.input = true
@@ -1307,8 +1319,11 @@ func (t *Terminal) interrupt(ctx context.Context, k *call) (Result, error) {
 		if v := sh.look(); v.state == 'T' {
 			_ = syscall.Kill(sh.pid, syscall.SIGCONT)
 		}
-		pgrp, err := sh.signalForeground(sig)
-		if sig == syscall.SIGKILL && pgrp == sh.pid {
+		var pgrp int
+		var err error
+		if sig == syscall.SIGINT {
+			err = sh.interrupt()
+		} else if pgrp, err = sh.signalForeground(sig); pgrp == sh.pid {
 			break // killing the shell's own group is a rebuild
 		}
 		if err != nil {

@@ -4,27 +4,8 @@ import (
 	"strings"
 )
 
-// Input is what a caller types into a running program (IsInput). It is
-// text with optional key tokens in angle brackets, in vim's notation:
-//
-//	hello             the text, then Enter (see below)
-//	:wq<Enter>        the text, then Enter, spelled out
-//	ihello<Esc>       i, hello, Escape; no Enter: the input names a key
-//	<Up><Up><Enter>   named keys only
-//	<C-c>             Ctrl-C; a whole input that is one key name needs no brackets: C-c, ^C, ctrl+c
-//	a<lt>b            a literal "<": <lt>
-//
-// Key names are case-insensitive: Enter (CR, Return), Esc (Escape), Tab,
-// Space, BS (Backspace), Del (Delete), Insert, Up, Down, Left, Right, Home,
-// End, PageUp (PgUp), PageDown (PgDn), F1..F12, C-a..C-z and C-@ C-[ C-\
-// C-] C-^ C-_ (Ctrl), M-x or A-x (Alt: Escape, then x), and lt. A <...>
-// that is not a key name is text, so HTML and shell redirections pass
-// through unchanged.
-//
-// Enter is added at the end only when the input names no key, does not end
-// in a newline, and the program is not drawing a full screen: a line for a
-// line-reading program (a REPL, a read prompt), but a single keystroke such
-// as "i" or "q" for vi, less or top.
+// The key syntax of input (IsInput, SendKeys) is described in the package
+// documentation, under Keys.
 
 // parsedInput is an input turned into bytes.
 type parsedInput struct {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/charmbracelet/x/vt"
 
@@ -59,10 +60,10 @@ type display struct {
 	cols  int
 	rows  int
 
-	mode      dispMode
-	det       detector
-	emu       *vt.Emulator
-	appCursor bool // DECCKM: arrows send ESC O x
+	mode dispMode
+	det  detector
+	emu  *vt.Emulator
+	app  *atomic.Bool // DECCKM: arrows send ESC O x
 
 	// reply is called with what the screen model answers a program's
 	// queries (cursor position, device attributes); it runs on the
@@ -111,7 +112,7 @@ func (d *display) Write(p []byte) (int, error) {
 				return 0, err
 			}
 		case evAppCursor, evNormCursor:
-			d.appCursor = ev == evAppCursor
+			d.app.Store(ev == evAppCursor)
 			if err := d.route(seq); err != nil {
 				return 0, err
 			}
@@ -232,7 +233,7 @@ func (d *display) settled(running bool) {
 	switch {
 	case !running:
 		d.releaseHeld()
-		d.appCursor = false
+		d.app.Store(false)
 	case d.mode == drawMode:
 		d.sink.dropHeld()
 	}
@@ -245,7 +246,7 @@ func (d *display) reset() {
 	d.stopEmu()
 	d.mode = lineMode
 	d.det = detector{}
-	d.appCursor = false
+	d.app.Store(false)
 }
 
 // close ends the reply goroutine.

@@ -242,10 +242,11 @@ type Terminal struct {
 	closed  bool
 
 	// Read without mu.
-	pid      atomic.Int64
-	live     atomic.Pointer[shell]
-	running  atomic.Bool
-	deadline atomic.Int64 // unix nanoseconds of the running command's hard deadline; 0 none
+	pid       atomic.Int64
+	live      atomic.Pointer[shell]
+	running   atomic.Bool
+	appCursor atomic.Bool  // the program asked for application cursor keys
+	deadline  atomic.Int64 // unix nanoseconds of the running command's hard deadline; 0 none
 
 	// quit is cancelled (with ErrClosed) when Close begins, before it
 	// waits for mu: a Run in progress stops waiting at once, so Close
@@ -332,7 +333,7 @@ func New(ctx context.Context, opts Options) (*Terminal, error) {
 		fix:    filepath.Join(t.ctlDir, "fix"),
 	}
 	t.cleaner = clean.NewWriter(&t.sink)
-	t.disp = display{lines: t.cleaner, sink: &t.sink, cols: opts.Cols, rows: opts.Rows, reply: t.reply}
+	t.disp = display{lines: t.cleaner, sink: &t.sink, cols: opts.Cols, rows: opts.Rows, reply: t.reply, app: &t.appCursor}
 	t.cut = cutter{needle: []byte(t.files.cmd + ": "), out: &t.disp}
 	t.scan.out = &t.cut
 	t.sink.w = io.Discard
@@ -480,9 +481,8 @@ func (t *Terminal) SendKeys(ctx context.Context, keys string) error {
 	if v := sh.look(); sh.procOK && sh.atPrompt(v) {
 		return ErrNotRunning
 	}
-	// Without the display's state (it belongs to Run), keys are sent as
-	// written: Enter only where the keys say so, arrows in normal mode.
-	in := parseInput(keys, false)
+	// Keys are sent as written: Enter only where they say so.
+	in := parseInput(keys, t.appCursor.Load())
 	var err error
 	if string(in.bytes) == "\x03" && sh.isig() {
 		err = sh.interrupt()
@@ -623,7 +623,7 @@ func (t *Terminal) run(ctx context.Context, c event.CmdRun, w io.Writer, cfg run
 			}
 			return res, err
 		}
-		in := parseInput(cmd, t.disp.appCursor)
+		in := parseInput(cmd, t.appCursor.Load())
 		b := in.bytes
 		if !in.hasKey && !in.endsLine && t.disp.mode == lineMode {
 			b = append(b, '\r')
@@ -1199,7 +1199,7 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 	}
 	v := sh.look()
 	switch {
-	case f != nil && v.startcode == sh.image:
+	case f != nil && (!sh.procOK || v.startcode == sh.image):
 		if t.cs.top.N > t.cs.base+1 {
 			k.note("bash then ran %d more command line(s) that did not come from harnessd (input the command injected into the terminal, e.g. with TIOCSTI); their output is included above, and the last one's exit code was %d.", t.cs.top.N-t.cs.base-1, t.cs.top.ExitCode)
 		}
@@ -1213,7 +1213,7 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 		}
 		t.flushOutput()
 		return t.result(f.ExitCode, k, false), nil
-	case sh.image != v.startcode:
+	case sh.procOK && sh.image != v.startcode:
 		return t.reinit(ctx, k)
 	}
 	return t.invisible(ctx, k)

@@ -913,10 +913,7 @@ func (t *Terminal) prepare(ctx context.Context, k *call) error {
 		return err
 	}
 	sh := t.sh
-	if v := sh.look(); v.state == 'T' {
-		_ = syscall.Kill(sh.pid, syscall.SIGCONT)
-		k.note("bash had been stopped (SIGSTOP) and was continued with SIGCONT; nothing was lost.")
-	}
+	// A stopped bash is continued by the wait that follows, with a note.
 	if changed, err := fixTermios(int(sh.slave.Fd())); err == nil && changed {
 		k.note("the terminal's settings had been changed (stty or reset); harnessd put back its own (no echo, line mode, signals).")
 	}
@@ -1036,7 +1033,8 @@ func (t *Terminal) typeAndWait(ctx context.Context, line string) (*promptMeta, b
 				return nil, false, err
 			}
 			if t.cs.marked {
-				delay = time.Millisecond
+				t.cs.marked = false
+				delay = 50 * time.Microsecond
 				poll.Reset(delay)
 			}
 		case <-poll.C:
@@ -1112,7 +1110,13 @@ func (t *Terminal) wait(ctx context.Context, k *call) (Result, error) {
 				return Result{ExitCode: -1}, err
 			}
 			if t.cs.marked {
-				delay = time.Millisecond
+				// bash prints its prompt a moment before it reads:
+				// look now, then again soon.
+				t.cs.marked = false
+				if t.isDone(sh.look()) {
+					return t.complete(ctx, k)
+				}
+				delay = 50 * time.Microsecond
 				poll.Reset(delay)
 			}
 			if k.input || t.disp.mode != lineMode {

@@ -23,6 +23,9 @@ type attack struct {
 	// noisy means the attack adds output of its own to every command (a
 	// DEBUG trap, xtrace): the ordinary output must still be there.
 	noisy bool
+	// rebuild means the shell may have to be rebuilt (its state is lost);
+	// otherwise its pid must not change.
+	rebuild bool
 	// check, if set, looks at each setup step's result.
 	check func(t *testing.T, term *Terminal, step int, res Result, out string)
 }
@@ -48,7 +51,7 @@ for c in %q: fcntl.ioctl(0, termios.TIOCSTI, c.encode())'`, s)
 		{name: "stty -isig", setup: []string{"stty -isig"}},
 		{name: "stty raw", setup: []string{"stty raw -echo"}},
 		{name: "reset", setup: []string{"reset"}},
-		{name: "ulimit -n 3", setup: []string{"ulimit -n 3"}},
+		{name: "ulimit -n 3", setup: []string{"ulimit -n 3"}, rebuild: true}, // raising it back needs CAP_SYS_RESOURCE
 		{name: "exec >/dev/null", setup: []string{"exec >/dev/null"}, silent: true},
 		{name: "exec 2>file", setup: []string{"exec 2>/tmp/harnessd-attack-err.$$.log"}},
 		{name: "exec 2>&-", setup: []string{"exec 2>&-"}},
@@ -57,7 +60,7 @@ for c in %q: fcntl.ioctl(0, termios.TIOCSTI, c.encode())'`, s)
 		{name: "unset -f", setup: []string{`unset -f $(declare -F | awk '{print $3}'); unset -f __h_prompt __h_ret; true`}},
 		{name: "unset vars", setup: []string{"unset PS1 PS2 PS0 PROMPT_COMMAND __h_ps __h_n __h_c __h_ec"}},
 		{name: "readonly keeps ours", setup: []string{"readonly PS1 PS2 PROMPT_COMMAND HISTFILE __h_c __h_ec 2>/dev/null; true"}},
-		{name: "readonly PS1 changed", setup: []string{"PS1='$ '; readonly PS1"}},
+		{name: "readonly PS1 changed", setup: []string{"PS1='$ '; readonly PS1"}, rebuild: true},
 		{name: "shopt -u promptvars", setup: []string{"shopt -u promptvars"}},
 		{name: "PS1 empty", setup: []string{"PS1="}},
 		{name: "HISTFILE", setup: []string{"HISTFILE=/tmp/harnessd-attack-hist.$$; set -o history", "history -w; history | tail -3", "HISTFILE=/dev/stdout; history -w; history -a"}},
@@ -98,8 +101,12 @@ for c in %q: fcntl.ioctl(0, termios.TIOCSTI, c.encode())'`, s)
 			}
 		}},
 		{name: "TIOCSTI partial", setup: []string{tiocsti("rm -rf /nonexistent-harnessd; echo PARTIAL")}},
-		{name: "TIOCSTI unclosed quote", setup: []string{tiocsti("echo \"open\n")}},
-		{name: "exec </dev/null", setup: []string{"exec </dev/null"}},
+		{name: "TIOCSTI unclosed quote", setup: []string{tiocsti("echo \"open\n")}, check: func(t *testing.T, term *Terminal, step int, res Result, out string) {
+			if res.ExitCode != 0 || !strings.Contains(res.Note, "injected") {
+				t.Errorf("injected open quote: %+v %q", res, out)
+			}
+		}},
+		{name: "exec </dev/null", setup: []string{"exec </dev/null"}, rebuild: true},
 	}
 }
 
@@ -127,6 +134,17 @@ func runAttack(t *testing.T, a attack) {
 			}
 		}
 	}
+	pid := term.PID()
+	samePID := func(what string, res Result) {
+		t.Helper()
+		if res.Rebuilt && !a.rebuild {
+			t.Errorf("%s: the shell was rebuilt: %q", what, res.Note)
+		}
+		if res.PID != pid && !res.Rebuilt {
+			t.Errorf("%s: the shell changed from pid %d to %d without saying so: %+v", what, pid, res.PID, res)
+		}
+		pid = res.PID
+	}
 	for i, c := range a.setup {
 		switch c {
 		case "FORGE":
@@ -140,6 +158,7 @@ func runAttack(t *testing.T, a attack) {
 		}
 		clean("setup "+c, out)
 		clean("note", res.Note)
+		samePID("setup "+c, res)
 		if a.check != nil {
 			a.check(t, term, i, res, out)
 		}
@@ -163,6 +182,7 @@ func runAttack(t *testing.T, a attack) {
 		took := time.Since(start)
 		clean(s.cmd, out)
 		clean("note", res.Note)
+		samePID(s.cmd, res)
 		if res.Running || took >= soft {
 			t.Errorf("%q: not back within the soft timeout (%s): %+v %q", s.cmd, took, res, out)
 			continue

@@ -504,11 +504,34 @@ func (sh *shell) signalForeground(sig syscall.Signal) (int, error) {
 
 // interrupt sends SIGINT to the foreground job as C-c would. bash ignores
 // a SIGINT that reaches it in the moment between forking a command and
-// handing it the terminal (the command then exits normally and a loop
-// goes on), so it waits a moment for a command to hold the terminal and
-// signals that command's group; a builtin loop that never forks gets it
-// after the moment.
+// handing it the terminal, so interrupt waits a moment for a command to
+// hold the terminal and signals that command's group; a builtin loop that
+// never forks gets it after the moment. A job that was already exiting
+// when the signal came (a loop's short command) lets bash go on with the
+// loop's next job: jobs that take the terminal within 200ms are
+// signalled too (at most three).
 func (sh *shell) interrupt() error {
+	pg, err := sh.sigint()
+	if err != nil || pg == sh.pid {
+		return err
+	}
+	resent := 0
+	for end := time.Now().Add(200 * time.Millisecond); resent < 3 && time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		cur, err := sh.foreground()
+		if err != nil {
+			return nil
+		}
+		if cur != sh.pid && cur != pg {
+			_ = unix.Kill(-cur, unix.SIGINT)
+			pg = cur
+			resent++
+		}
+	}
+	return nil
+}
+
+// sigint signals the foreground group once and reports which.
+func (sh *shell) sigint() (int, error) {
 	for try := 0; ; try++ {
 		pg, err := sh.foreground()
 		for end := time.Now().Add(50 * time.Millisecond); err == nil && pg == sh.pid && time.Now().Before(end); {
@@ -516,11 +539,11 @@ func (sh *shell) interrupt() error {
 			pg, err = sh.foreground()
 		}
 		if err != nil || pg <= 0 {
-			return unix.Kill(sh.pid, unix.SIGINT)
+			return sh.pid, unix.Kill(sh.pid, unix.SIGINT)
 		}
 		err = unix.Kill(-pg, unix.SIGINT)
 		if !errors.Is(err, unix.ESRCH) || try == 3 {
-			return err
+			return pg, err
 		}
 	}
 }

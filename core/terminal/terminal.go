@@ -922,6 +922,7 @@ func (t *Terminal) prepare(ctx context.Context, k *call) error {
 			if err := t.raiseNofile(ctx, k, cur); err != nil {
 				return err
 			}
+			sh = t.sh // it may have been rebuilt
 		}
 	}
 	var fixes, what []string
@@ -938,10 +939,9 @@ func (t *Terminal) prepare(ctx context.Context, k *call) error {
 		what = append(what, "the prompt (PS1) had been changed; harnessd put its own back")
 	}
 	if len(fixes) > 0 {
-		if err := t.repair(ctx, fixes); err != nil {
+		if err := t.repair(ctx, k, fixes, strings.Join(what, "; ")); err != nil {
 			return err
 		}
-		k.note("%s.", strings.Join(what, "; "))
 	}
 	if !sh.fdOnTTY(1) {
 		if !t.stdout {
@@ -986,20 +986,25 @@ func (t *Terminal) restoreStatus(ctx context.Context) error {
 	return err
 }
 
-// repair sources the fix file, which runs fixes and returns the status it
-// was given, so $? stays what the last command left.
-func (t *Terminal) repair(ctx context.Context, fixes []string) error {
-	text := strings.Join(fixes, "\n") + "\nreturn \"$1\"\n"
-	if err := os.WriteFile(t.files.fix, []byte(text), 0o600); err != nil {
-		return fmt.Errorf("write repair: %w", err)
-	}
-	m, ok, err := t.typeAndWait(ctx, " \\. "+shellQuote(t.files.fix)+" \"$?\"\n")
+// repair types fixes at the prompt (typed, not sourced: a file sourced
+// while readline is on leaves bash half in line editing), then puts $?
+// back. If bash does not come back to a prompt harnessd can see, the shell
+// is rebuilt.
+func (t *Terminal) repair(ctx context.Context, k *call, fixes []string, what string) error {
+	_, ok, err := t.typeAndWait(ctx, " "+strings.Join(fixes, "; ")+"\n")
 	if err != nil {
 		return err
 	}
-	if !ok || m == nil {
-		return t.rebuild(ctx)
+	if ok {
+		k.note("%s.", what)
+		return t.restoreStatus(ctx)
 	}
+	old := t.sh.pid
+	if err := t.rebuild(ctx); err != nil {
+		return err
+	}
+	k.rebuilt = true
+	k.note("%s, but bash (pid %d) did not come back to a prompt harnessd could see: %s", what, old, rebuiltNote(t.sh.pid))
 	return nil
 }
 
@@ -1271,7 +1276,10 @@ func (t *Terminal) reinit(ctx context.Context, k *call) (Result, error) {
 	sh.image = 0 // the new image: learned below
 	out := t.sink.w
 	t.sink.w = io.Discard
-	err := t.typeLine(" \\. " + shellQuote(t.files.rc) + "\n")
+	// Line editing goes off in the typed line: turned off inside a
+	// sourced file, bash would stay half in readline.
+	err := t.typeLine(" set +o vi +o emacs; \\. " + shellQuote(t.files.rc) + "\n")
+	t.cs.base = 0 // the new bash counts its commands from 1
 	var learned bool
 	for end := time.Now().Add(max(t.opts.KillGrace, 2*time.Second)); err == nil && time.Now().Before(end) && !learned; {
 		select {
@@ -1402,7 +1410,7 @@ func (t *Terminal) waitDone(ctx context.Context, d time.Duration) (bool, error) 
 // command then goes through a file, where bash says what is wrong with it
 // instead of asking for more.
 func (t *Terminal) continuation(ctx context.Context, k *call) (Result, error) {
-	direct := t.cs.direct
+	direct, ours := t.cs.direct, t.cs.got
 	t.cs.cont = false
 	t.cs.syscr0 = t.sh.look().syscr // before C-c: bash may act on it at once
 	if err := t.sh.write([]byte{0x03}); err != nil {
@@ -1418,6 +1426,16 @@ func (t *Terminal) continuation(ctx context.Context, k *call) (Result, error) {
 		}
 		if f := t.cs.fresh(); f != nil {
 			t.last = *f
+		}
+		if ours != nil {
+			// The command had ended at its own prompt; the open quote
+			// came from input it injected into the terminal.
+			t.busy = false
+			t.running.Store(false)
+			t.deadline.Store(0)
+			t.flushOutput()
+			k.note("after the command, bash read a line that did not come from harnessd (input injected into the terminal, e.g. with TIOCSTI) and was left waiting for the rest of it; that was cancelled with C-c.")
+			return t.result(ours.ExitCode, k, false), nil
 		}
 		if direct != "" {
 			if err := t.sendFile(direct); err != nil {

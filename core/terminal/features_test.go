@@ -374,3 +374,33 @@ func TestTimeoutConversion(t *testing.T) {
 }
 
 func nan() float64 { z := 0.0; return z / z }
+
+// TestXtraceShowsOnlyTheCommand: under set -x, a command that goes through
+// the control file traces as itself, and $? still comes through.
+func TestXtraceShowsOnlyTheCommand(t *testing.T) {
+	term := newTerm(t, Options{})
+	cmd(t, term, "set -x")
+	cmd(t, term, "false")
+	res, out := cmd(t, term, "echo \"was $?\"\necho two")
+	if res.ExitCode != 0 || !strings.Contains(out, "+ echo 'was 1'\nwas 1\n") || !strings.Contains(out, "+ echo two\ntwo\n") {
+		t.Fatalf("%+v %q", res, out)
+	}
+	for _, s := range []string{term.ctlDir, "set -x", "status", "\\."} {
+		if strings.Contains(out, s) {
+			t.Errorf("trace shows harnessd's own line (%q): %q", s, out)
+		}
+	}
+	if res, out := cmd(t, term, "set +x\nexit_5() { return 5; }; exit_5"); res.ExitCode != 5 || strings.Contains(out, term.ctlDir) {
+		t.Fatalf("set +x: %+v %q", res, out)
+	}
+}
+
+// TestSyntaxErrorNamesNoFile: bash's message about a command from the
+// control file reads as a typed command's would.
+func TestSyntaxErrorNamesNoFile(t *testing.T) {
+	term := newTerm(t, Options{})
+	res, out := cmd(t, term, "echo ok\nif true; then")
+	if res.ExitCode == 0 || strings.Contains(out, term.ctlDir) || !strings.Contains(out, "bash: line ") || !strings.Contains(res.Note, "could not parse") {
+		t.Fatalf("%+v %q", res, out)
+	}
+}

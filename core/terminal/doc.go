@@ -112,6 +112,12 @@
 //
 // # Caveats
 //
+// A wrapper that Options.InitWrapped does not declare (bwrap) is seen
+// through at the first prompt: bash is then the foreground job of the
+// wrapper's session. Where bash cannot be watched at all (no job control,
+// no /proc), the terminal logs a warning and trusts its prompt marker
+// alone, as it did before the kernel checks.
+//
 // Commands that go through the control file run sourced: BASH_SOURCE names
 // that file, a DEBUG trap also sees the one line that sources it, and
 // bash's messages about its lines read "bash: line N: …" (the file's name

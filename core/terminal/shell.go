@@ -57,6 +57,7 @@ type shell struct {
 	promptBuf, promptLen uint64
 	image                uint64 // startcode of bash's image; exec changes it
 	procOK               bool   // /proc/PID/syscall could be read
+	markerOnly           bool   // bash cannot be watched at all: its prompt decides
 	nofile               uint64 // bash's soft open-files limit at start
 	tty                  unix.Stat_t
 
@@ -330,10 +331,16 @@ type procView struct {
 	startcode uint64 // where bash's code is mapped: exec changes it
 }
 
-// look reads the view. syscr is read first: if it shows bash has read past
-// a point, a prompt read seen after it is a later one.
+// look reads the view. While a job holds the terminal nothing else is
+// read (the poll of a long command costs one ioctl). syscr is read before
+// the syscall: if it shows bash has read past a point, a prompt read seen
+// after it is a later one.
 func (sh *shell) look() procView {
 	v := procView{nr: -2}
+	if pg, err := sh.foreground(); err != nil || pg != sh.pid {
+		return v
+	}
+	v.fg = true
 	base := "/proc/" + strconv.Itoa(sh.pid) + "/"
 	if b, err := os.ReadFile(base + "io"); err == nil {
 		if i := bytes.Index(b, []byte("syscr: ")); i >= 0 {
@@ -368,9 +375,6 @@ func (sh *shell) look() procView {
 		}
 	} else {
 		v.ok = false
-	}
-	if pg, err := sh.foreground(); err == nil && pg == sh.pid {
-		v.fg = true
 	}
 	return v
 }
@@ -451,6 +455,12 @@ func (sh *shell) interactiveBash() bool {
 		}
 	}
 	return true
+}
+
+// sameSession reports whether pid is in the session that leader leads.
+func sameSession(pid, leader int) bool {
+	sid, err := unix.Getsid(pid)
+	return err == nil && sid == leader
 }
 
 // nofileLimit reads bash's soft RLIMIT_NOFILE (0 if unknown).

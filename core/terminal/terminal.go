@@ -389,8 +389,7 @@ func (t *Terminal) start(ctx context.Context) error {
 		return err
 	}
 	t.sh, t.lastSeq = sh, 0
-	t.live.Store(sh)
-	t.pid.Store(int64(sh.pid))
+	t.live.Store(nil) // published once its pid is known for sure
 	t.busy = false
 	t.running.Store(false)
 	t.deadline.Store(0)
@@ -408,6 +407,7 @@ func (t *Terminal) start(ctx context.Context) error {
 	defer cancel()
 	poll := time.NewTimer(time.Millisecond)
 	defer poll.Stop()
+	var prompted time.Time
 	for {
 		select {
 		case c := <-sh.chunks:
@@ -416,12 +416,33 @@ func (t *Terminal) start(ctx context.Context) error {
 			}
 		case <-poll.C:
 			if f := t.cs.fresh(); f != nil {
+				if prompted.IsZero() {
+					prompted = time.Now()
+				}
 				v := sh.look()
-				if v.fg && sh.learn(v) || !v.ok && v.fg {
+				if !v.fg {
+					// A wrapper (bwrap, a sandbox init not declared
+					// InitWrapped) stands between us and bash: bash is
+					// the job in the foreground, in the same session.
+					if pg, err := sh.foreground(); err == nil && pg > 0 && pg != sh.pid && sameSession(pg, sh.leader) {
+						sh.pid = pg
+						v = sh.look()
+					}
+				}
+				learned := v.fg && (sh.learn(v) || !v.ok)
+				if !learned && time.Since(prompted) > 500*time.Millisecond {
+					// bash cannot be watched (no job control, no /proc):
+					// fall back to trusting its prompt.
+					sh.markerOnly, learned = true, true
+					t.opts.Logger.Warn("terminal: bash's state cannot be read; trusting its prompt alone", "pid", sh.pid)
+				}
+				if learned {
 					t.last = *f
 					t.flushOutput()
 					t.cleaner.Reset(&t.sink)
 					sh.nofile = sh.nofileLimit()
+					t.live.Store(sh)
+					t.pid.Store(int64(sh.pid))
 					return nil
 				}
 			}
@@ -1073,6 +1094,9 @@ func (t *Terminal) typeAndWait(ctx context.Context, line string) (*promptMeta, b
 // select rather than its own reader, or where /proc cannot be read.
 func (t *Terminal) isDone(v procView) bool {
 	sh := t.sh
+	if sh.markerOnly {
+		return t.cs.fresh() != nil
+	}
 	if !v.ok || !sh.procOK {
 		return t.cs.fresh() != nil && v.fg
 	}
@@ -1475,7 +1499,7 @@ func (t *Terminal) shellGone(ctx context.Context, k *call) (Result, error) {
 
 // rebuiltNote says what a new shell means for the model.
 func rebuiltNote(pid int) string {
-	return fmt.Sprintf("the shell was rebuilt (new pid %d): its variables, functions, cwd and background jobs were lost.", pid)
+	return fmt.Sprintf("the shell was rebuilt: its variables, functions, cwd and background jobs were lost (new pid %d).", pid)
 }
 
 // rebuild replaces the shell with a new one.

@@ -82,10 +82,12 @@
 // (Backspace), Del (Delete), Insert, Up, Down, Left, Right, Home, End,
 // PageUp (PgUp), PageDown (PgDn), F1 to F12, C-a to C-z and C-@ C-[ C-\
 // C-] C-^ C-_, M-x or A-x (Alt), lt. A <...> that is not a key name is
-// text. Enter is added only when the input names no key, does not end in a
-// newline, and the program is not drawing a full screen: "i" to vi is one
-// keystroke, "print(1)" to a Python prompt is a line. Arrows follow the
-// program's cursor-key mode (DECCKM).
+// text. For IsInput, Enter is added only when the input names no key, does
+// not end in a newline, and the program is not drawing a full screen: "i"
+// to vi is one keystroke, "print(1)" to a Python prompt is a line.
+// SendKeys never adds Enter. Arrows follow the program's cursor-key mode
+// (DECCKM). C-c, while the terminal turns it into a signal, is sent as
+// SIGINT to the foreground job (see Interrupt).
 //
 // # Screens
 //

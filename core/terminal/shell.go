@@ -37,6 +37,7 @@ type shell struct {
 	cmd    *exec.Cmd
 	master *os.File
 	slave  *os.File // held open: termios, input flush, and the terminal's identity for fd checks
+	tfd    int      // slave's descriptor (os.File.Fd costs a syscall each call)
 	pid    int      // bash's pid: the foreground check, /proc/PID/*, signals
 	leader int      // the started process (bash, or the sandbox init over it); its session is killed on close
 
@@ -129,7 +130,8 @@ func startShell(opts *Options, rcPath string) (*shell, error) {
 		chunks: make(chan chunk, queueDepth),
 		exited: make(chan struct{}),
 	}
-	if err := unix.Fstat(int(tty.Fd()), &sh.tty); err != nil {
+	sh.tfd = int(tty.Fd())
+	if err := unix.Fstat(sh.tfd, &sh.tty); err != nil {
 		return fail(fmt.Errorf("stat pty: %w", err))
 	}
 	sh.pool.New = func() any { b := make([]byte, chunkSize); return &b }
@@ -561,7 +563,7 @@ func (sh *shell) sigint() (int, error) {
 // isig reports whether the terminal turns C-c into SIGINT now (a program
 // in raw mode, such as vi, reads it as a key instead).
 func (sh *shell) isig() bool {
-	t, err := unix.IoctlGetTermios(int(sh.slave.Fd()), unix.TCGETS)
+	t, err := unix.IoctlGetTermios(sh.tfd, unix.TCGETS)
 	return err == nil && t.Lflag&unix.ISIG != 0
 }
 
@@ -575,7 +577,7 @@ func (sh *shell) write(b []byte) error {
 // half a line a program injected or typed keys left behind, which would
 // otherwise be glued to the front of the next command line.
 func (sh *shell) flushInput() {
-	_ = unix.IoctlSetInt(int(sh.slave.Fd()), unix.TCFLSH, unix.TCIFLUSH)
+	_ = unix.IoctlSetInt(sh.tfd, unix.TCFLSH, unix.TCIFLUSH)
 }
 
 // close kills bash and everything in its session and waits for the

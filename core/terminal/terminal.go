@@ -935,7 +935,7 @@ func (t *Terminal) prepare(ctx context.Context, k *call) error {
 	}
 	sh := t.sh
 	// A stopped bash is continued by the wait that follows, with a note.
-	if changed, err := fixTermios(int(sh.slave.Fd())); err == nil && changed {
+	if changed, err := fixTermios(sh.tfd); err == nil && changed {
 		k.note("the terminal's settings had been changed (stty or reset); harnessd put back its own (no echo, line mode, signals).")
 	}
 	if sh.nofile > 0 {
@@ -1230,9 +1230,12 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 			}
 		}
 	}
-	v := sh.look()
+	var v procView
+	if f == nil {
+		v = sh.look()
+	}
 	switch {
-	case f != nil && (!sh.procOK || v.startcode == sh.image):
+	case f != nil:
 		if t.cs.top.N > t.cs.base+1 {
 			k.note("bash then ran %d more command line(s) that did not come from harnessd (input the command injected into the terminal, e.g. with TIOCSTI); their output is included above, and the last one's exit code was %d.", t.cs.top.N-t.cs.base-1, t.cs.top.ExitCode)
 		}

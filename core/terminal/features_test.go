@@ -404,3 +404,17 @@ func TestSyntaxErrorNamesNoFile(t *testing.T) {
 		t.Fatalf("%+v %q", res, out)
 	}
 }
+
+// TestBackgroundOutputBetweenCommands: what a background job prints while
+// bash waits at its prompt is read by the next call, and said to be so.
+func TestBackgroundOutputBetweenCommands(t *testing.T) {
+	term := newTerm(t, Options{})
+	if res, out := cmd(t, term, "(sleep 0.2; echo late) &"); res.ExitCode != 0 || strings.Contains(out, "late") {
+		t.Fatalf("%+v %q", res, out)
+	}
+	time.Sleep(600 * time.Millisecond)
+	res, out := run(t, term, req{})
+	if res.Running || !strings.Contains(out, "late\n") || !strings.Contains(res.Note, "background") {
+		t.Fatalf("%+v %q", res, out)
+	}
+}

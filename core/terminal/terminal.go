@@ -664,7 +664,11 @@ func (t *Terminal) run(ctx context.Context, c event.CmdRun, w io.Writer, cfg run
 			if err := t.drainIdle(k); err != nil {
 				return Result{ExitCode: -1}, err
 			}
-			k.note("no command is running and there is no new output.")
+			if t.sink.n > 0 {
+				k.note("no command is running; the output above came from background jobs since the last command.")
+			} else {
+				k.note("no command is running and there is no new output.")
+			}
 			return t.result(t.last.ExitCode, k, false), nil
 		}
 	default:
@@ -1249,7 +1253,7 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 		}
 		t.flushOutput()
 		return t.result(f.ExitCode, k, false), nil
-	case sh.procOK && sh.image != v.startcode:
+	case sh.procOK && v.fg && sh.image != v.startcode:
 		return t.reinit(ctx, k)
 	}
 	return t.invisible(ctx, k)

@@ -43,11 +43,10 @@
 // the shell keeping $?, says so in Result.Note, and rebuilds the shell only
 // if that fails. Before each command it puts back what would garble the
 // typed line or hide the next prompt: the terminal settings (stty, reset),
-// input left in the terminal (TIOCSTI), the
-// open-files limit (ulimit -n), line editing (set -o vi), job control and
-// PS1. A bash that stopped itself (kill -STOP $$) is continued with
-// SIGCONT. Commands that bash ran from injected input are reported in the
-// note.
+// input left in the terminal (TIOCSTI), the open-files limit (ulimit -n),
+// line editing (set -o vi), job control and PS1. A bash that stopped itself
+// (kill -STOP $$) is continued with SIGCONT. Commands that bash ran from
+// injected input are reported in the note.
 //
 // # Timeouts
 //

@@ -272,7 +272,7 @@ func actTrue(ctx context.Context, cl *api.Client, id string) error {
 }
 
 func terminalTrue(ctx context.Context, term *terminal.Terminal) error {
-	res, err := term.Run(ctx, terminal.Request{Command: "true"}, io.Discard)
+	res, err := term.Run(ctx, event.CmdRun{Command: "true"}, io.Discard)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/terminal"
 )
 
@@ -82,7 +83,7 @@ func (b *bench) warmLatency(ctx context.Context) (latencies, error) {
 	lat := make([]time.Duration, 0, b.opts.n)
 	for i := range warmUp + b.opts.n {
 		t0 := time.Now()
-		res, err := term.Run(ctx, terminal.Request{Command: "true"}, io.Discard)
+		res, err := term.Run(ctx, event.CmdRun{Command: "true"}, io.Discard)
 		d := time.Since(t0)
 		if err != nil {
 			return latencies{}, fmt.Errorf("warm terminal: run %d: %w", i, err)

@@ -186,7 +186,7 @@ func BenchmarkTerminalRoundTrip(b *testing.B) {
 	}
 	defer term.Close()
 	run := func() {
-		res, err := term.Run(ctx, terminal.Request{Command: "true"}, io.Discard)
+		res, err := term.Run(ctx, event.CmdRun{Command: "true"}, io.Discard)
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("%v %+v", err, res)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/terminal"
 )
 
@@ -43,7 +44,7 @@ func TestHundredConcurrent(t *testing.T) {
 				}
 				defer term.Close()
 				var out bytes.Buffer
-				res, err := term.Run(ctx, terminal.Request{Command: "echo $(hostname) > mine; cat mine"}, &out)
+				res, err := term.Run(ctx, event.CmdRun{Command: "echo $(hostname) > mine; cat mine"}, &out)
 				if err != nil || res.ExitCode != 0 || out.String() != fmt.Sprintf("box%d\n", i) {
 					return fmt.Errorf("sandbox %d: %q %+v %v", i, out.String(), res, err)
 				}

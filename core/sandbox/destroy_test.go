@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessd/harnessd/core/terminal"
+	"github.com/harnessd/harnessd/core/event"
 )
 
 // inNamespace lists the host pids whose pid namespace is ns.
@@ -81,7 +81,7 @@ func TestDestroyLeavesNoStrays(t *testing.T) {
 		t.Errorf("second Destroy: %v", err)
 	}
 	var out strings.Builder
-	_, err = b.term.Run(context.Background(), terminal.Request{Command: "true", Timeout: 5 * time.Second}, &out)
+	_, err = b.term.Run(context.Background(), event.CmdRun{Command: "true", TimeoutS: (5 * time.Second).Seconds()}, &out)
 	if err == nil {
 		t.Errorf("Run after Destroy started a shell: %q", out.String())
 	}

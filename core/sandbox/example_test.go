@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/terminal"
 )
@@ -36,6 +37,6 @@ func Example() {
 		return
 	}
 	defer term.Close()
-	res, _ := term.Run(ctx, terminal.Request{Command: "id -u; hostname"}, os.Stdout)
+	res, _ := term.Run(ctx, event.CmdRun{Command: "id -u; hostname"}, os.Stdout)
 	fmt.Println(res.ExitCode)
 }

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/terminal"
 )
 
@@ -127,7 +128,7 @@ func (b *box) run(command string) (int, string) {
 func (b *box) runTimeout(command string, timeout time.Duration) (int, string) {
 	b.t.Helper()
 	var out bytes.Buffer
-	res, err := b.term.Run(context.Background(), terminal.Request{Command: command, Timeout: timeout}, &out)
+	res, err := b.term.Run(context.Background(), event.CmdRun{Command: command, TimeoutS: timeout.Seconds()}, &out)
 	if err != nil {
 		b.t.Fatalf("Run(%q): %v", command, err)
 	}
@@ -147,6 +148,6 @@ func (b *box) must(command string) string {
 	return strings.TrimSpace(out)
 }
 
-func termReq(command string, timeout time.Duration) terminal.Request {
-	return terminal.Request{Command: command, Timeout: timeout}
+func termReq(command string, timeout time.Duration) event.CmdRun {
+	return event.CmdRun{Command: command, TimeoutS: timeout.Seconds()}
 }

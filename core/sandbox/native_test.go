@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/terminal"
 )
 
@@ -46,7 +47,7 @@ func TestShellRunsInside(t *testing.T) {
 	if got := b.must("set -o | grep -w monitor | tr -s ' \\t' ' '; sleep 0.1 & wait; echo waited"); !strings.HasPrefix(got, "monitor on\n") || !strings.HasSuffix(got, "\nwaited") {
 		t.Fatalf("job control: %q", got)
 	}
-	res, err := b.term.Run(context.Background(), terminal.Request{Command: "sleep 30", Timeout: 300 * time.Millisecond}, &bytes.Buffer{})
+	res, err := b.term.Run(context.Background(), event.CmdRun{Command: "sleep 30", TimeoutS: (300 * time.Millisecond).Seconds()}, &bytes.Buffer{})
 	if err != nil || !res.TimedOut || res.Rebuilt || res.ExitCode != 130 {
 		t.Fatalf("hard timeout inside the sandbox: %+v %v", res, err)
 	}
@@ -177,7 +178,7 @@ func TestRebuildKeepsWorkspace(t *testing.T) {
 	requireRoot(t)
 	b := newBox(t, newDriver(t, NativeOptions{}), Spec{})
 	b.must("echo kept > w; echo lost > /tmp/lost; export V=1")
-	res, err := b.term.Run(context.Background(), terminal.Request{Command: "exit 4"}, &bytes.Buffer{})
+	res, err := b.term.Run(context.Background(), event.CmdRun{Command: "exit 4"}, &bytes.Buffer{})
 	if err != nil || !res.Rebuilt {
 		t.Fatalf("exit: %+v %v", res, err)
 	}
@@ -351,7 +352,7 @@ func TestNoneDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	res, err := term.Run(context.Background(), terminal.Request{Command: "pwd; cat /proc/1/comm"}, &out)
+	res, err := term.Run(context.Background(), event.CmdRun{Command: "pwd; cat /proc/1/comm"}, &out)
 	host, _ := os.ReadFile("/proc/1/comm")
 	if err != nil || out.String() != ws+"\n"+string(host) || res.PID != term.PID() {
 		t.Errorf("none: %q %+v %v", out.String(), res, err)

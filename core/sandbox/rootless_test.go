@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/terminal"
 )
 
@@ -63,7 +64,7 @@ func rootlessChild() int {
 	res := map[string]rootlessResult{}
 	for _, c := range rootlessCommands {
 		var out bytes.Buffer
-		r, err := term.Run(ctx, terminal.Request{Command: c, Timeout: 10 * time.Second}, &out)
+		r, err := term.Run(ctx, event.CmdRun{Command: c, TimeoutS: (10 * time.Second).Seconds()}, &out)
 		if err != nil {
 			return fail(err)
 		}

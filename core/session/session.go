@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
@@ -160,12 +159,7 @@ func (s *Session) Record(ctx context.Context, src event.Source, cause uint64, p 
 func (s *Session) Command(ctx context.Context, c event.CmdRun) (event.CmdOutput, trim.Result, error) {
 	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs}
 	tr := trim.New(s.trim, spill)
-	res, runErr := s.term.Run(ctx, terminal.Request{
-		Command: c.Command,
-		IsInput: c.IsInput,
-		Timeout: seconds(c.TimeoutS),
-		Reset:   c.Reset,
-	}, tr)
+	res, runErr := s.term.Run(ctx, c, tr)
 	id, spillErr := spill.close()
 	tres := tr.Result(id)
 	out := event.CmdOutput{
@@ -211,14 +205,6 @@ func (s *Session) Close(ctx context.Context, reason string) error {
 		err = rerr
 	}
 	return err
-}
-
-// seconds converts a cmd_run timeout; out-of-range values mean the default.
-func seconds(s float64) time.Duration {
-	if s <= 0 || math.IsNaN(s) || s > math.MaxInt64/float64(time.Second) {
-		return 0
-	}
-	return time.Duration(s * float64(time.Second))
 }
 
 func joinNote(a, b string) string {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/core/event"
 )
 
 // BenchmarkRoundTrip is one `true` through a warm terminal: type, eval,
@@ -23,7 +25,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		res, err := term.Run(ctx, Request{Command: "true"}, io.Discard)
+		res, err := term.Run(ctx, event.CmdRun{Command: "true"}, io.Discard)
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("%v %+v", err, res)
 		}

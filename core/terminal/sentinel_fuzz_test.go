@@ -37,13 +37,14 @@ func scanAll(t *testing.T, chunks [][]byte) (string, []string) {
 // same output and prompts however the reads split the stream.
 func FuzzScanner(f *testing.F) {
 	m := newMarkers(fuzzNonce)
-	prompt := string(m.begin) + `{"n":1,"exit_code":0,"pid":7,"cwd":"/tmp"}` + string(m.end)
+	prompt := string(m.prefix) + "p;1;0;braceexpand:monitor;97;'/tmp'\a"
 	f.Add([]byte("hello\n"+prompt), 3)
-	f.Add([]byte("a"+string(m.prefix)+"Z__b"+prompt+"after"), 20)
-	f.Add([]byte(string(m.begin)+"not json"+string(m.end)+"x"), 5)
-	f.Add([]byte("out"+string(m.ps2)+"more"), 9)
-	f.Add([]byte(string(m.begin)+strings.Repeat("{", maxMeta+10)+string(m.end)+prompt), 1000)
+	f.Add([]byte("a"+string(m.prefix)+"Z__b\a"+prompt+"after"), 20)
+	f.Add([]byte(string(m.prefix)+"p;x;y\a"+"x"), 5)
+	f.Add([]byte("out"+string(m.prefix)+"c\a"+"more"), 9)
+	f.Add([]byte(string(m.prefix)+strings.Repeat("{", maxMeta+10)+"\a"+prompt), 1000)
 	f.Add([]byte(string(m.prefix[:10])), 4)
+	f.Add([]byte(string(m.prefix)+"p;3;1;;97;$'/a\\001b'\a"), 2)
 	f.Fuzz(func(t *testing.T, data []byte, cut int) {
 		whole, wholeEvs := scanAll(t, [][]byte{data})
 		if cut < 0 {

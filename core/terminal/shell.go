@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,71 +26,63 @@ const chunkSize = 32 << 10
 // and the program blocks on write: backpressure, not unbounded memory.
 const queueDepth = 64
 
+// chunk is one read from the PTY master, numbered in read order.
+type chunk struct {
+	b   []byte
+	seq uint64
+}
+
 // shell is one bash process on one PTY, with the goroutines that own it.
 type shell struct {
 	cmd    *exec.Cmd
 	master *os.File
-	pid    int // bash's pid: the foreground check, /proc/PID/syscall, signals
-	leader int // the started process (bash, or the sandbox init over it); its session is killed on close
+	slave  *os.File // held open: termios, input flush, and the terminal's identity for fd checks
+	tfd    int      // slave's descriptor (os.File.Fd costs a syscall each call)
+	pid    int      // bash's pid: the foreground check, /proc/PID/*, signals
+	leader int      // the started process (bash, or the sandbox init over it); its session is killed on close
 
-	chunks chan []byte   // PTY output; closed when the master hits EOF/EIO
+	chunks chan chunk    // PTY output, in order
 	exited chan struct{} // closed when the bash process has been reaped
 	exitMu sync.Mutex
 	status int // bash's exit status, valid once exited is closed
+
+	// rmu orders reads of the master between the reader goroutine and
+	// sync, and seq numbers them, so sync can tell when every byte read
+	// before a point has been consumed.
+	rmu sync.Mutex
+	seq uint64
+
+	// What bash looks like at its prompt, learned at the first prompt:
+	// read(0, promptBuf, promptLen) is bash's own line reader, which the
+	// read builtin (a different buffer and size) never is.
+	promptBuf, promptLen uint64
+	image                uint64 // startcode of bash's image; exec changes it
+	procOK               bool   // /proc/PID/syscall could be read
+	markerOnly           bool   // bash cannot be watched at all: its prompt decides
+	nofile               uint64 // bash's soft open-files limit at start
+	tty                  unix.Stat_t
 
 	pool sync.Pool
 	wg   sync.WaitGroup
 }
 
-// initScript is bash's --rcfile: it installs the prompt protocol and a
-// predictable, non-interactive environment. Placeholders: nonce markers.
-const initScript = `set +o history
-unset HISTFILE MAILCHECK
-shopt -s expand_aliases checkwinsize
-__h_ec=0
-__h_n=0
-__h_ret() { return "$1"; }
-__h_prompt() {
-  local ec=$? c=$PWD
-  __h_ec=$ec
-  c=${c//\\/\\\\}; c=${c//\"/\\\"}; c=${c//$'\n'/\\n}; c=${c//$'\r'/\\r}; c=${c//$'\t'/\\t}
-  __h_n=$((__h_n+1))
-  __h_ps="@BEGIN@{\"n\":$__h_n,\"exit_code\":$ec,\"pid\":$$,\"cwd\":\"$c\"}@END@"
-  PS1='${__h_ps}'
-  PS2='@PS2@'
-  PS0=
-  return $ec
-}
-PROMPT_COMMAND=__h_prompt
-PS1='${__h_ps}'
-PS2='@PS2@'
-`
-
-// startShell starts bash on a fresh PTY and the reader and reaper goroutines.
-func startShell(opts *Options, m markers, ctlDir string) (*shell, error) {
-	rc := initScript
-	rc = string(bytes.ReplaceAll([]byte(rc), []byte("@BEGIN@"), m.begin))
-	rc = string(bytes.ReplaceAll([]byte(rc), []byte("@END@"), m.end))
-	rc = string(bytes.ReplaceAll([]byte(rc), []byte("@PS2@"), m.ps2))
-	rcPath := filepath.Join(ctlDir, "rc")
-	if err := os.WriteFile(rcPath, []byte(rc), 0o600); err != nil {
-		return nil, fmt.Errorf("write shell rc: %w", err)
-	}
-
+// startShell starts bash on a fresh PTY with rc as its --rcfile, and the
+// reader and reaper goroutines.
+func startShell(opts *Options, rcPath string) (*shell, error) {
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		return nil, fmt.Errorf("open pty: %w", err)
 	}
-	defer tty.Close()
 	master, err := nonblocking(ptmx)
 	if err != nil {
+		tty.Close()
 		return nil, err
 	}
 	if err := configureTTY(tty, opts.Cols, opts.Rows); err != nil {
 		master.Close()
+		tty.Close()
 		return nil, err
 	}
-
 	cmd := exec.Command(opts.Shell, "--noprofile", "--rcfile", rcPath, "--noediting", "-i")
 	cmd.Dir = opts.Dir
 	cmd.Env = opts.environ()
@@ -98,11 +91,13 @@ func startShell(opts *Options, m markers, ctlDir string) (*shell, error) {
 	if opts.Prepare != nil {
 		if err := opts.Prepare(cmd); err != nil {
 			master.Close()
+			tty.Close()
 			return nil, fmt.Errorf("prepare shell: %w", err)
 		}
 	}
 	if err := cmd.Start(); err != nil {
 		master.Close()
+		tty.Close()
 		return nil, fmt.Errorf("start %s: %w", opts.Shell, err)
 	}
 	leader := cmd.Process.Pid
@@ -110,6 +105,7 @@ func startShell(opts *Options, m markers, ctlDir string) (*shell, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		master.Close()
+		tty.Close()
 		return nil, err
 	}
 	if opts.Started != nil {
@@ -128,10 +124,15 @@ func startShell(opts *Options, m markers, ctlDir string) (*shell, error) {
 	sh := &shell{
 		cmd:    cmd,
 		master: master,
+		slave:  tty,
 		pid:    pid,
 		leader: leader,
-		chunks: make(chan []byte, queueDepth),
+		chunks: make(chan chunk, queueDepth),
 		exited: make(chan struct{}),
+	}
+	sh.tfd = int(tty.Fd())
+	if err := unix.Fstat(sh.tfd, &sh.tty); err != nil {
+		return fail(fmt.Errorf("stat pty: %w", err))
 	}
 	sh.pool.New = func() any { b := make([]byte, chunkSize); return &b }
 	sh.wg.Add(2)
@@ -185,22 +186,22 @@ func nonblocking(f *os.File) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
 }
 
-// configureTTY turns echo off (the command line is ours, not output) and
-// output post-processing off (so a program's "\n" arrives as "\n", not
-// "\r\n"), keeps canonical mode and signals (so C-c and C-d mean what they
-// mean to programs), and sets the window size.
+// The terminal settings the shell needs: echo off (the command line is
+// ours, not output), output post-processing off (a program's "\n" arrives
+// as "\n", not "\r\n"), canonical mode and signals on (C-c and C-d mean
+// what they mean to programs).
+const (
+	lflagOff = unix.ECHO | unix.ECHOE | unix.ECHOK | unix.ECHONL | unix.ECHOCTL
+	lflagOn  = unix.ICANON | unix.ISIG
+	oflagOff = unix.ONLCR | unix.OCRNL
+	iflagOn  = unix.IUTF8 | unix.ICRNL
+	iflagOff = unix.IXON | unix.INLCR | unix.IGNCR
+)
+
+// configureTTY sets the settings above and the window size.
 func configureTTY(tty *os.File, cols, rows int) error {
-	fd := int(tty.Fd())
-	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		return fmt.Errorf("get termios: %w", err)
-	}
-	t.Lflag &^= unix.ECHO | unix.ECHOE | unix.ECHOK | unix.ECHONL | unix.ECHOCTL
-	t.Lflag |= unix.ICANON | unix.ISIG
-	t.Oflag &^= unix.ONLCR | unix.OCRNL
-	t.Iflag |= unix.IUTF8
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, t); err != nil {
-		return fmt.Errorf("set termios: %w", err)
+	if _, err := fixTermios(int(tty.Fd())); err != nil {
+		return err
 	}
 	if err := pty.Setsize(tty, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
 		return fmt.Errorf("set window size: %w", err)
@@ -208,23 +209,76 @@ func configureTTY(tty *os.File, cols, rows int) error {
 	return nil
 }
 
-// read copies PTY output into chunks until the master reports EOF or EIO
-// (every holder of the slave side is gone) or is closed.
+// fixTermios puts back the settings the shell needs and reports whether
+// anything had changed (stty echo, stty -isig, reset).
+func fixTermios(fd int) (bool, error) {
+	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return false, fmt.Errorf("get termios: %w", err)
+	}
+	old := *t
+	t.Lflag &^= lflagOff
+	t.Lflag |= lflagOn
+	t.Oflag &^= oflagOff
+	t.Iflag |= iflagOn
+	t.Iflag &^= iflagOff
+	t.Cc[unix.VINTR] = 0x03
+	t.Cc[unix.VEOF] = 0x04
+	t.Cc[unix.VSUSP] = 0x1a
+	t.Cc[unix.VQUIT] = 0x1c
+	t.Cc[unix.VERASE] = 0x7f
+	if *t == old {
+		return false, nil
+	}
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, t); err != nil {
+		return false, fmt.Errorf("set termios: %w", err)
+	}
+	return true, nil
+}
+
+// read copies PTY output into chunks until the master is closed. The
+// terminal holds the slave open, so bash exiting is seen by the reaper, not
+// as EOF here.
 func (sh *shell) read() {
 	defer sh.wg.Done()
 	defer close(sh.chunks)
+	rc, err := sh.master.SyscallConn()
+	if err != nil {
+		return
+	}
 	for {
 		bp := sh.pool.Get().(*[]byte)
-		n, err := sh.master.Read(*bp)
+		var n int
+		var seq uint64
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			n, seq, rerr = sh.readOnce(int(fd), *bp)
+			return rerr != unix.EAGAIN
+		})
 		if n > 0 {
-			sh.chunks <- (*bp)[:n]
+			sh.chunks <- chunk{(*bp)[:n], seq}
 		} else {
 			sh.pool.Put(bp)
 		}
-		if err != nil {
+		if err != nil || rerr != nil || n == 0 {
 			return
 		}
 	}
+}
+
+// readOnce is one non-blocking read of the master, numbered under rmu.
+func (sh *shell) readOnce(fd int, b []byte) (int, uint64, error) {
+	sh.rmu.Lock()
+	defer sh.rmu.Unlock()
+	n, err := unix.Read(fd, b)
+	if n > 0 {
+		sh.seq++
+		return n, sh.seq, nil
+	}
+	if n < 0 {
+		n = 0
+	}
+	return n, sh.seq, err
 }
 
 // release returns a chunk's buffer once its bytes have been consumed.
@@ -233,8 +287,7 @@ func (sh *shell) release(b []byte) {
 	sh.pool.Put(&b)
 }
 
-// reap waits for bash to exit, then kills whatever it left in its session
-// (background jobs that still hold the PTY) so the master sees EIO.
+// reap waits for bash to exit, then kills whatever it left in its session.
 func (sh *shell) reap() {
 	defer sh.wg.Done()
 	err := sh.cmd.Wait()
@@ -268,34 +321,168 @@ func (sh *shell) alive() bool {
 	}
 }
 
-// idle reports whether bash is waiting at its prompt: it is the terminal's
-// foreground process group and is blocked reading the terminal. A builtin
-// read (read x) looks the same, so callers only ask after bash has shown a
-// prompt.
-func (sh *shell) idle() bool {
-	pgrp, err := sh.foreground()
-	if err != nil || pgrp != sh.pid {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(sh.pid) + "/syscall")
-	if err != nil {
-		return true // cannot look closer: the process group is the best evidence
-	}
-	f := bytes.Fields(b)
-	return len(f) >= 2 && string(f[0]) == strconv.Itoa(unix.SYS_READ) && string(f[1]) == "0x0"
+// procView is the kernel's view of bash at one moment: the facts a command
+// cannot forge by printing, whatever it did to the shell's variables.
+type procView struct {
+	ok        bool  // /proc/PID/syscall and io could be read
+	fg        bool  // the PTY's foreground process group is bash's own
+	state     byte  // R, S, T, Z... from /proc/PID/stat
+	nr        int64 // the syscall bash is blocked in; -1 when running
+	args      [3]uint64
+	syscr     uint64 // read syscalls bash has made
+	startcode uint64 // where bash's code is mapped: exec changes it
 }
 
-// waitIdle polls idle for up to d: bash writes its prompt a moment before
-// it blocks in read.
-func (sh *shell) waitIdle(d time.Duration) bool {
-	for end := time.Now().Add(d); ; time.Sleep(time.Millisecond) {
-		if sh.idle() {
-			return true
+// look reads the view. While a job holds the terminal nothing else is
+// read (the poll of a long command costs one ioctl). syscr is read before
+// the syscall: if it shows bash has read past a point, a prompt read seen
+// after it is a later one.
+func (sh *shell) look() procView {
+	v := procView{nr: -2}
+	if pg, err := sh.foreground(); err != nil || pg != sh.pid {
+		return v
+	}
+	v.fg = true
+	base := "/proc/" + strconv.Itoa(sh.pid) + "/"
+	if b, err := os.ReadFile(base + "io"); err == nil {
+		if i := bytes.Index(b, []byte("syscr: ")); i >= 0 {
+			rest := b[i+7:]
+			if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+				v.syscr, _ = strconv.ParseUint(string(rest[:j]), 10, 64)
+				v.ok = true
+			}
 		}
-		if time.Now().After(end) {
+	}
+	if b, err := os.ReadFile(base + "stat"); err == nil {
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			f := bytes.Fields(b[i+1:])
+			if len(f) > 0 && len(f[0]) == 1 {
+				v.state = f[0][0]
+			}
+			if len(f) > 23 {
+				v.startcode, _ = strconv.ParseUint(string(f[23]), 10, 64)
+			}
+		}
+	}
+	if b, err := os.ReadFile(base + "syscall"); err == nil {
+		f := bytes.Fields(b)
+		switch {
+		case len(f) > 0 && string(f[0]) == "running":
+			v.nr = -1
+		case len(f) >= 4:
+			v.nr, _ = strconv.ParseInt(string(f[0]), 10, 64)
+			for i := range 3 {
+				v.args[i], _ = strconv.ParseUint(string(bytes.TrimPrefix(f[i+1], []byte("0x"))), 16, 64)
+			}
+		}
+	} else {
+		v.ok = false
+	}
+	return v
+}
+
+// learn records what bash looks like at its prompt; v must be taken while
+// bash is known to be there. It reports whether bash was reading fd 0.
+func (sh *shell) learn(v procView) bool {
+	if !v.ok {
+		return false
+	}
+	if v.nr != unix.SYS_READ || v.args[0] != 0 {
+		return false
+	}
+	sh.procOK = true
+	sh.promptBuf, sh.promptLen = v.args[1], v.args[2]
+	sh.image = v.startcode
+	return true
+}
+
+// atPrompt reports whether v shows bash blocked in its own line reader, in
+// the foreground, and not stopped.
+func (sh *shell) atPrompt(v procView) bool {
+	return v.fg && v.state != 'T' && v.nr == unix.SYS_READ && v.args[0] == 0 &&
+		v.args[1] == sh.promptBuf && v.args[2] == sh.promptLen && v.startcode == sh.image
+}
+
+// otherPrompt reports whether v shows a different bash image (the command
+// ran exec bash) waiting for a line: its line reader, or readline's select.
+func (sh *shell) otherPrompt(v procView) bool {
+	if !v.fg || v.state == 'T' || v.startcode == sh.image {
+		return false
+	}
+	if v.nr == unix.SYS_READ && v.args[0] == 0 && v.args[2] == sh.promptLen {
+		return true
+	}
+	return v.nr == unix.SYS_PSELECT6 && v.args[0] == 1
+}
+
+// waitingInput reports whether v shows bash itself waiting on the
+// terminal in any way (its line reader, readline's select, a read
+// builtin): only with a fresh prompt marker does that mean "at a prompt".
+func (sh *shell) waitingInput(v procView) bool {
+	if !v.fg || v.state == 'T' {
+		return false
+	}
+	return v.nr == unix.SYS_READ && v.args[0] == 0 || v.nr == unix.SYS_PSELECT6 && v.args[0] == 1
+}
+
+// interactiveBash reports whether bash's pid now runs an interactive bash:
+// the same executable, with no script or -c command on its command line.
+func (sh *shell) interactiveBash() bool {
+	base := "/proc/" + strconv.Itoa(sh.pid) + "/"
+	b, err := os.ReadFile(base + "cmdline")
+	if err != nil {
+		return false
+	}
+	args := bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0})
+	if len(args) == 0 || filepath.Base(string(args[0])) != "bash" && filepath.Base(string(args[0])) != "-bash" {
+		exe, err := os.Readlink(base + "exe")
+		if err != nil || filepath.Base(exe) != "bash" {
 			return false
 		}
 	}
+	for i := 1; i < len(args); i++ {
+		a := string(args[i])
+		switch {
+		case a == "--rcfile" || a == "--init-file" || a == "-o" || a == "-O" || a == "+O" || a == "+o":
+			i++ // takes an argument
+		case a == "--":
+			return i+1 == len(args)
+		case len(a) > 1 && a[0] == '-' && a[1] == '-':
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+			if strings.ContainsRune(a, 'c') {
+				return false // bash -c: a command, not a prompt
+			}
+		default:
+			return false // a script
+		}
+	}
+	return true
+}
+
+// sameSession reports whether pid is in the session that leader leads.
+func sameSession(pid, leader int) bool {
+	sid, err := unix.Getsid(pid)
+	return err == nil && sid == leader
+}
+
+// nofileLimit reads bash's soft RLIMIT_NOFILE (0 if unknown).
+func (sh *shell) nofileLimit() uint64 {
+	var lim unix.Rlimit
+	if err := unix.Prlimit(sh.pid, unix.RLIMIT_NOFILE, nil, &lim); err != nil {
+		return 0
+	}
+	return lim.Cur
+}
+
+// fdOnTTY reports whether bash's descriptor fd is the terminal.
+func (sh *shell) fdOnTTY(fd int) bool {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(sh.pid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
+		// Closed (exec 2>&-) is not the terminal; anything else cannot
+		// be told, so assume it is rather than repair blindly.
+		return !errors.Is(err, unix.ENOENT)
+	}
+	return st.Dev == sh.tty.Dev && st.Ino == sh.tty.Ino && st.Rdev == sh.tty.Rdev
 }
 
 // foreground reports the PTY's foreground process group.
@@ -317,17 +504,80 @@ func (sh *shell) foreground() (int, error) {
 	return pgrp, nil
 }
 
-// signalForeground sends sig to the foreground process group, or to the
-// shell itself when the shell is in the foreground (a builtin loop).
+// signalForeground sends sig to the foreground process group (bash's own
+// when bash runs a builtin loop), or to bash when the group is unknown.
 func (sh *shell) signalForeground(sig syscall.Signal) (int, error) {
 	pgrp, err := sh.foreground()
 	if err != nil || pgrp <= 0 {
 		return 0, unix.Kill(sh.pid, sig)
 	}
-	if pgrp == sh.pid {
-		return pgrp, unix.Kill(sh.pid, sig)
-	}
 	return pgrp, unix.Kill(-pgrp, sig)
+}
+
+// interrupt sends SIGINT to the foreground job as C-c would. bash ignores
+// a SIGINT that reaches it in the moment between forking a command and
+// handing it the terminal, so interrupt waits a moment for a command to
+// hold the terminal and signals that command's group; a builtin loop that
+// never forks gets it after the moment. A job that was already exiting
+// when the signal came (a loop's short command) lets bash go on with the
+// loop's next job: jobs that take the terminal within 200ms are
+// signalled too (at most three).
+func (sh *shell) interrupt() error {
+	pg, err := sh.sigint()
+	if err != nil || pg == sh.pid {
+		return err
+	}
+	resent := 0
+	for end := time.Now().Add(200 * time.Millisecond); resent < 3 && time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		cur, err := sh.foreground()
+		if err != nil {
+			return nil
+		}
+		if cur != sh.pid && cur != pg {
+			_ = unix.Kill(-cur, unix.SIGINT)
+			pg = cur
+			resent++
+		}
+	}
+	return nil
+}
+
+// sigint signals the foreground group once and reports which.
+func (sh *shell) sigint() (int, error) {
+	for try := 0; ; try++ {
+		pg, err := sh.foreground()
+		for end := time.Now().Add(50 * time.Millisecond); err == nil && pg == sh.pid && time.Now().Before(end); {
+			time.Sleep(time.Millisecond)
+			pg, err = sh.foreground()
+		}
+		if err != nil || pg <= 0 {
+			return sh.pid, unix.Kill(sh.pid, unix.SIGINT)
+		}
+		err = unix.Kill(-pg, unix.SIGINT)
+		if !errors.Is(err, unix.ESRCH) || try == 3 {
+			return pg, err
+		}
+	}
+}
+
+// isig reports whether the terminal turns C-c into SIGINT now (a program
+// in raw mode, such as vi, reads it as a key instead).
+func (sh *shell) isig() bool {
+	t, err := unix.IoctlGetTermios(sh.tfd, unix.TCGETS)
+	return err == nil && t.Lflag&unix.ISIG != 0
+}
+
+// write types b into the terminal.
+func (sh *shell) write(b []byte) error {
+	_, err := sh.master.Write(b)
+	return err
+}
+
+// flushInput discards input waiting in the terminal that bash has not read:
+// half a line a program injected or typed keys left behind, which would
+// otherwise be glued to the front of the next command line.
+func (sh *shell) flushInput() {
+	_ = unix.IoctlSetInt(sh.tfd, unix.TCFLSH, unix.TCIFLUSH)
 }
 
 // close kills bash and everything in its session and waits for the
@@ -337,6 +587,7 @@ func (sh *shell) signalForeground(sig syscall.Signal) (int, error) {
 // once.
 func (sh *shell) close(grace time.Duration) {
 	if sh.alive() {
+		_ = unix.Kill(sh.pid, unix.SIGCONT)
 		_ = unix.Kill(sh.pid, unix.SIGHUP)
 		select {
 		case <-sh.exited:
@@ -348,9 +599,10 @@ func (sh *shell) close(grace time.Duration) {
 	}
 	killSession(sh.leader)
 	sh.master.Close()
+	sh.slave.Close()
 	// Drain so the reader can finish its last send.
-	for b := range sh.chunks {
-		sh.release(b)
+	for c := range sh.chunks {
+		sh.release(c.b)
 	}
 	sh.wg.Wait()
 }

@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,14 +9,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/terminal/clean"
 )
 
@@ -30,6 +34,14 @@ type Options struct {
 	HardTimeout time.Duration // a command running this long is interrupted; default 30m
 	KillGrace   time.Duration // SIGINT -> SIGKILL -> rebuild, each step waits this; default 2s
 	StartWait   time.Duration // how long bash may take to print its first prompt; default 10s
+
+	// MaxWait bounds one call, whatever the program prints: past it Run
+	// returns the output so far with Result.Running set. Default 30s.
+	MaxWait time.Duration
+	// Settle is the quiet period after which a call that sent input to a
+	// running program, or that shows a full-screen program, returns: the
+	// program has answered. Default 300ms.
+	Settle time.Duration
 
 	Cols, Rows int // window size; default 200x50
 
@@ -49,9 +61,8 @@ type Options struct {
 
 	// InitWrapped means the started process is not bash but a sandbox init
 	// whose one child is bash. The terminal then uses bash's pid for the
-	// foreground check, /proc/PID/syscall, signals and Result.PID, and
-	// kills the init (and with it the sandbox's processes) on Close and
-	// rebuild.
+	// foreground check, /proc/PID/*, signals and Result.PID, and kills the
+	// init (and with it the sandbox's processes) on Close and rebuild.
 	InitWrapped bool
 
 	Logger *slog.Logger
@@ -72,6 +83,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.StartWait <= 0 {
 		o.StartWait = 10 * time.Second
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 30 * time.Second
+	}
+	if o.Settle <= 0 {
+		o.Settle = 300 * time.Millisecond
 	}
 	if o.Cols <= 0 {
 		o.Cols = 200
@@ -113,6 +130,8 @@ func (o *Options) environ() []string {
 		"DEBIAN_FRONTEND=noninteractive",
 		"PYTHONUNBUFFERED=1",
 		"NO_COLOR=1",
+		// The prompt is harnessd's; virtualenv's activate leaves it alone.
+		"VIRTUAL_ENV_DISABLE_PROMPT=1",
 	}
 	return mergeEnv(base, o.Env)
 }
@@ -133,69 +152,170 @@ func mergeEnv(base, extra []string) []string {
 	return out
 }
 
-// Request is one thing to do with the terminal.
-type Request struct {
-	// Command is bash source, any length, any number of lines. Empty means
-	// "read more output of the command that is still running".
-	Command string
-	// IsInput sends Command to the running program as keyboard input
-	// instead of running it: a key name (C-c, C-d, C-z, ...) sends that key,
-	// any other text is sent followed by Enter.
-	IsInput bool
-	// Timeout is the hard timeout for this command; 0 means the default.
-	Timeout time.Duration
-	// SoftTimeout overrides the soft timeout for this call; 0 means the
-	// default.
-	SoftTimeout time.Duration
-	// Reset rebuilds the shell first (state is lost), then runs Command if
-	// there is one.
-	Reset bool
+// RunOption adjusts one call of Run.
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	soft, maxWait, settle time.Duration
 }
 
-// Result is what became of a Request.
+// WithSoftTimeout overrides Options.SoftTimeout for one call.
+func WithSoftTimeout(d time.Duration) RunOption {
+	return func(c *runConfig) {
+		if d > 0 {
+			c.soft = d
+		}
+	}
+}
+
+// WithMaxWait overrides Options.MaxWait for one call.
+func WithMaxWait(d time.Duration) RunOption {
+	return func(c *runConfig) {
+		if d > 0 {
+			c.maxWait = d
+		}
+	}
+}
+
+// WithSettle overrides Options.Settle for one call.
+func WithSettle(d time.Duration) RunOption {
+	return func(c *runConfig) {
+		if d > 0 {
+			c.settle = d
+		}
+	}
+}
+
+// Timeout converts a cmd_run's timeout_s to a duration; zero, negative,
+// NaN and out-of-range values mean "the default" (0).
+func Timeout(s float64) time.Duration {
+	if !(s > 0) || s >= math.MaxInt64/float64(time.Second) {
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// Result is what became of a call.
 type Result struct {
 	ExitCode int    // the command's exit status; -1 while it is still running
 	Cwd      string // the shell's working directory after the command
 	PID      int    // the shell's pid (changes only when the shell is rebuilt)
-	Running  bool   // the command has not finished (soft timeout or refused input)
+	Running  bool   // the command has not finished (soft timeout, max wait, settle, or refused input)
 	TimedOut bool   // the hard timeout interrupted the command
-	Rebuilt  bool   // a new shell was started: cwd, variables and jobs are gone
+	// Rebuilt means a new shell was started: variables, functions, cwd and
+	// background jobs are gone. Where the shell runs in a sandbox, the
+	// caller should add what else a rebuild loses (a fresh /tmp).
+	Rebuilt bool
+	// Screen is set when the program draws a full screen (vi, less, top):
+	// the output then ends with this screen's text instead of the raw
+	// redraws.
+	Screen   *Screen
 	Note     string // what happened and what to do next, for a model; empty when nothing needs saying
 	Duration time.Duration
 }
 
-// Terminal is one persistent bash on a PTY. Its methods are safe for
-// concurrent use; commands run one at a time.
+// Terminal is one persistent bash on a PTY. Run calls are serialised;
+// Interrupt, SendKeys, PID and Running may be called at any time, also
+// while a Run waits.
 type Terminal struct {
 	opts    Options
 	ctlDir  string
 	ownsCtl bool
-	cmdFile *os.File
-	m       markers
+	files   ctlFiles
 
-	mu       sync.Mutex // serialises Run, Reset and Close
-	sh       *shell
-	scan     scanner
-	cleaner  *clean.Writer
-	sink     swapWriter
-	expectN  uint64 // the prompt counter the next real prompt carries
-	last     promptMeta
-	busy     bool      // a command was started and its prompt not yet seen
-	started  time.Time // when the running command started
-	deadline time.Time // its hard deadline
-	closed   bool
+	mu      sync.Mutex // one call at a time: Run, the watcher's interrupt, Close
+	sh      *shell
+	m       markers
+	scan    scanner
+	cut     cutter
+	disp    display
+	cleaner *clean.Writer
+	sink    swapWriter
+	lastSeq uint64     // the last chunk of sh consumed
+	last    promptMeta // the last prompt that counted
+	busy    bool       // a command was started and not seen to finish
+	cs      cmdState   // the running command's state
+	started time.Time  // when the running command started
+	limit   time.Duration
+	carry   *carried // what happened while no call was waiting
+	stdout  bool     // bash's stdout was seen away from the terminal (noted once)
+	closed  bool
+
+	// Read without mu.
+	pid       atomic.Int64
+	live      atomic.Pointer[shell]
+	running   atomic.Bool
+	appCursor atomic.Bool  // the program asked for application cursor keys
+	deadline  atomic.Int64 // unix nanoseconds of the running command's hard deadline; 0 none
 
 	// quit is cancelled (with ErrClosed) when Close begins, before it
 	// waits for mu: a Run in progress stops waiting at once, so Close
 	// never waits for a command to finish.
 	quit    context.Context
 	quitNow context.CancelCauseFunc
+	kick    chan struct{} // wakes the watcher when the deadline changes
+	wg      sync.WaitGroup
+}
+
+// ctlFiles are the files in the control directory that bash sources.
+type ctlFiles struct {
+	rc     string // the prompt protocol; --rcfile, and sourced again after exec bash
+	cmd    string // the command text
+	status string // "return N": restores $? where harnessd ran something first
+	fix    string // repairs, ending in return "$1"
+}
+
+// cmdState is what the terminal knows about the running command.
+type cmdState struct {
+	base   int    // \# of the prompt before the command was typed
+	syscr0 uint64 // bash's read count just before it was typed
+	got    *promptMeta
+	top    promptMeta // the prompt marker with the highest \#
+	cont   bool       // bash showed PS2
+	bad    bool       // a marker with our nonce did not parse (PS1 not expanded)
+	marked bool       // a new marker arrived since the last check
+	cont2  bool       // SIGCONT was sent already
+	direct string     // the command, when it was typed as it is
+	seen   bool       // a prompt marker arrived after the line was typed
+}
+
+// fresh is the prompt that ends the command: the last marker with the
+// command's own number, else the last one that arrived after the line was
+// typed (a line bash could not parse does not count as a command).
+func (c *cmdState) fresh() *promptMeta {
+	if c.got != nil {
+		return c.got
+	}
+	if c.seen {
+		return &c.top
+	}
+	return nil
+}
+
+// carried is the end of a command that came while no call was waiting.
+type carried struct {
+	res Result
+	out bytes.Buffer // the tail of its output
+	cut int          // bytes of output dropped from the front
+}
+
+const maxCarry = 64 << 10
+
+func (c *carried) Write(p []byte) (int, error) {
+	c.out.Write(p)
+	if over := c.out.Len() - maxCarry; over > 0 {
+		c.cut += over
+		rest := append([]byte(nil), c.out.Bytes()[over:]...)
+		c.out.Reset()
+		c.out.Write(rest)
+	}
+	return len(p), nil
 }
 
 // New starts a terminal and waits for its first prompt.
 func New(ctx context.Context, opts Options) (*Terminal, error) {
 	opts.setDefaults()
-	t := &Terminal{opts: opts, ctlDir: opts.ControlDir}
+	t := &Terminal{opts: opts, ctlDir: opts.ControlDir, kick: make(chan struct{}, 1)}
 	t.quit, t.quitNow = context.WithCancelCause(context.Background())
 	if t.ctlDir == "" {
 		d, err := os.MkdirTemp("", "harnessd-term-")
@@ -206,19 +326,23 @@ func New(ctx context.Context, opts Options) (*Terminal, error) {
 	} else if err := os.MkdirAll(t.ctlDir, 0o700); err != nil {
 		return nil, fmt.Errorf("control dir: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(t.ctlDir, "cmd"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		t.removeCtl()
-		return nil, fmt.Errorf("command file: %w", err)
+	t.files = ctlFiles{
+		rc:     filepath.Join(t.ctlDir, "rc"),
+		cmd:    filepath.Join(t.ctlDir, "command"),
+		status: filepath.Join(t.ctlDir, "status"),
+		fix:    filepath.Join(t.ctlDir, "fix"),
 	}
-	t.cmdFile = f
 	t.cleaner = clean.NewWriter(&t.sink)
-	t.scan.out = t.cleaner
+	t.disp = display{lines: t.cleaner, sink: &t.sink, cols: opts.Cols, rows: opts.Rows, reply: t.reply, app: &t.appCursor}
+	t.cut = cutter{needle: []byte(t.files.cmd + ": "), out: &t.disp}
+	t.scan.out = &t.cut
+	t.sink.w = io.Discard
 	if err := t.start(ctx); err != nil {
-		t.cmdFile.Close()
 		t.removeCtl()
 		return nil, err
 	}
+	t.wg.Add(1)
+	go t.watch()
 	return t, nil
 }
 
@@ -228,8 +352,24 @@ func (t *Terminal) removeCtl() {
 	}
 }
 
+// rcText is bash's --rcfile: the prompt protocol and a predictable,
+// non-interactive environment. It defines no variables and no functions of
+// harnessd's: the prompt strings carry everything.
+func (t *Terminal) rcText() string {
+	return strings.Join([]string{
+		"set +o history +o histexpand +o vi +o emacs -m",
+		"unset HISTFILE MAILCHECK PROMPT_COMMAND",
+		"HISTCONTROL=ignorespace",
+		"shopt -s expand_aliases checkwinsize promptvars",
+		"PS0=",
+		"PS1=" + shellQuote(t.m.ps1()),
+		"PS2=" + shellQuote(t.m.ps2()),
+		"",
+	}, "\n")
+}
+
 // start launches a new shell with a new nonce and waits for its first
-// prompt. Output before that prompt (there should be none) is discarded.
+// prompt, where it learns what bash looks like waiting for a line.
 func (t *Terminal) start(ctx context.Context) error {
 	nonce, err := newNonce()
 	if err != nil {
@@ -238,36 +378,79 @@ func (t *Terminal) start(ctx context.Context) error {
 	t.m = newMarkers(nonce)
 	t.scan.m = t.m
 	t.scan.reset()
-	sh, err := startShell(&t.opts, t.m, t.ctlDir)
+	t.cut.reset()
+	t.disp.reset()
+	t.cleaner.Reset(&t.sink)
+	if err := os.WriteFile(t.files.rc, []byte(t.rcText()), 0o600); err != nil {
+		return fmt.Errorf("write shell rc: %w", err)
+	}
+	sh, err := startShell(&t.opts, t.files.rc)
 	if err != nil {
 		return err
 	}
-	t.sh = sh
-	t.expectN = 1
+	t.sh, t.lastSeq = sh, 0
+	t.live.Store(nil) // published once its pid is known for sure
 	t.busy = false
+	t.running.Store(false)
+	t.deadline.Store(0)
+	t.last = promptMeta{}
+	out := t.sink.w
 	t.sink.w = io.Discard
+	defer func() { t.sink.w = out }()
+	t.cs = cmdState{base: 0}
+	fail := func(err error) error {
+		sh.close(t.opts.KillGrace)
+		t.live.Store(nil)
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, t.opts.StartWait)
 	defer cancel()
+	poll := time.NewTimer(time.Millisecond)
+	defer poll.Stop()
+	var prompted time.Time
 	for {
 		select {
-		case b, ok := <-sh.chunks:
-			if !ok {
-				sh.close(t.opts.KillGrace)
-				return fmt.Errorf("%w: exited before its first prompt (status %d)", ErrShellStart, sh.exitStatus())
+		case c := <-sh.chunks:
+			if err := t.consume(c); err != nil {
+				return fail(err)
 			}
-			ev, _, err := t.next(b)
-			sh.release(b)
-			if err != nil {
-				sh.close(t.opts.KillGrace)
-				return err
+		case <-poll.C:
+			if f := t.cs.fresh(); f != nil {
+				if prompted.IsZero() {
+					prompted = time.Now()
+				}
+				v := sh.look()
+				if !v.fg {
+					// A wrapper (bwrap, a sandbox init not declared
+					// InitWrapped) stands between us and bash: bash is
+					// the job in the foreground, in the same session.
+					if pg, err := sh.foreground(); err == nil && pg > 0 && pg != sh.pid && sameSession(pg, sh.leader) {
+						sh.pid = pg
+						v = sh.look()
+					}
+				}
+				learned := v.fg && (sh.learn(v) || !v.ok)
+				if !learned && time.Since(prompted) > 500*time.Millisecond {
+					// bash cannot be watched (no job control, no /proc):
+					// fall back to trusting its prompt.
+					sh.markerOnly, learned = true, true
+					t.opts.Logger.Warn("terminal: bash's state cannot be read; trusting its prompt alone", "pid", sh.pid)
+				}
+				if learned {
+					t.last = *f
+					t.flushOutput()
+					t.cleaner.Reset(&t.sink)
+					sh.nofile = sh.nofileLimit()
+					t.live.Store(sh)
+					t.pid.Store(int64(sh.pid))
+					return nil
+				}
 			}
-			if ev == scanPrompt {
-				t.cleaner.Reset(&t.sink)
-				return nil
-			}
+			poll.Reset(2 * time.Millisecond)
+		case <-sh.exited:
+			return fail(fmt.Errorf("%w: exited before its first prompt (status %d)", ErrShellStart, sh.exitStatus()))
 		case <-ctx.Done():
-			sh.close(t.opts.KillGrace)
-			return fmt.Errorf("%w: no prompt within %s: %w", ErrShellStart, t.opts.StartWait, ctx.Err())
+			return fail(fmt.Errorf("%w: no prompt within %s: %w", ErrShellStart, t.opts.StartWait, ctx.Err()))
 		}
 	}
 }
@@ -280,14 +463,57 @@ func newNonce() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// PID is the current shell's pid.
-func (t *Terminal) PID() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sh == nil {
-		return 0
+// PID is the current shell's pid. It never waits for a running command.
+func (t *Terminal) PID() int { return int(t.pid.Load()) }
+
+// Running reports whether a command was started and has not been seen to
+// finish. It never waits for a running command.
+func (t *Terminal) Running() bool { return t.running.Load() }
+
+// Interrupt sends SIGINT to the terminal's foreground process group now,
+// whether or not a Run is waiting: the command (or the shell's builtin
+// loop) is interrupted as by C-c, and the Run that waits for it, or the
+// next one, reports how it ended. It returns ErrNotRunning when bash is
+// at its prompt, where SIGINT would only disturb it.
+func (t *Terminal) Interrupt(ctx context.Context) error {
+	sh := t.live.Load()
+	if sh == nil || !t.running.Load() {
+		return ErrNotRunning
 	}
-	return t.sh.pid
+	if v := sh.look(); sh.procOK && sh.atPrompt(v) {
+		return ErrNotRunning
+	}
+	if err := sh.interrupt(); err != nil {
+		return fmt.Errorf("interrupt: %w", err)
+	}
+	return nil
+}
+
+// SendKeys types keys (the syntax of is_input, see the package doc) into
+// the running program now, whether or not a Run is waiting; the output
+// is read by the Run that waits, or by the next one. It returns
+// ErrNotRunning when bash is at its prompt: keys meant for a program must
+// never become a command line.
+func (t *Terminal) SendKeys(ctx context.Context, keys string) error {
+	sh := t.live.Load()
+	if sh == nil || !t.running.Load() {
+		return ErrNotRunning
+	}
+	if v := sh.look(); sh.procOK && sh.atPrompt(v) {
+		return ErrNotRunning
+	}
+	// Keys are sent as written: Enter only where they say so.
+	in := parseInput(keys, t.appCursor.Load())
+	var err error
+	if string(in.bytes) == "\x03" && sh.isig() {
+		err = sh.interrupt()
+	} else {
+		err = sh.write(in.bytes)
+	}
+	if err != nil {
+		return fmt.Errorf("send keys: %w", err)
+	}
+	return nil
 }
 
 // Close kills the shell and everything it started and removes the control
@@ -295,28 +521,40 @@ func (t *Terminal) PID() int {
 func (t *Terminal) Close() error {
 	t.quitNow(ErrClosed) // a Run in progress returns, and lets go of mu
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
+		t.mu.Unlock()
 		return nil
 	}
 	t.closed = true
 	if t.sh != nil {
 		t.sh.close(t.opts.KillGrace)
 	}
-	t.cmdFile.Close()
+	t.live.Store(nil)
+	t.running.Store(false)
+	t.disp.close()
 	t.removeCtl()
+	t.mu.Unlock()
+	t.wg.Wait()
 	return nil
 }
 
-// Run carries out req and streams the command's cleaned output to out.
-// It returns when the command finishes, when the soft timeout passes with no
-// new output (Result.Running), or after the hard timeout has interrupted
-// it. An error means the terminal itself failed (ctx ended, or no shell
-// could be started); a command's failure is only its exit code.
+// Run carries out c and streams the command's cleaned output to w as it
+// arrives: each line is written when the terminal delivers it, a partial
+// line (a prompt, a progress bar) when it ends or when Run returns. Run
+// returns when the command finishes, when the soft timeout passes with no
+// new output, after Options.MaxWait in any case (Result.Running), or after
+// the hard timeout has interrupted it. An error means the terminal itself
+// failed (ctx ended, or no shell could be started); a command's failure is
+// only its exit code.
 //
-// Close while Run waits makes Run return at once with ErrClosed (and the
-// output so far); Close then kills the command with the shell.
-func (t *Terminal) Run(ctx context.Context, req Request, out io.Writer) (Result, error) {
+// c.TimeoutS is the command's hard timeout in seconds (0 or invalid: the
+// default). Close while Run waits makes Run return at once with ErrClosed
+// (and the output so far); Close then kills the command with the shell.
+func (t *Terminal) Run(ctx context.Context, c event.CmdRun, w io.Writer, opts ...RunOption) (Result, error) {
+	cfg := runConfig{soft: t.opts.SoftTimeout, maxWait: t.opts.MaxWait, settle: t.opts.Settle}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -326,308 +564,949 @@ func (t *Terminal) Run(ctx context.Context, req Request, out io.Writer) (Result,
 	defer cancel(nil)
 	stop := context.AfterFunc(t.quit, func() { cancel(ErrClosed) })
 	defer stop()
-	res, err := t.run(ctx, req, out)
+	res, err := t.run(ctx, c, w, cfg)
 	if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
 		err = ErrClosed
 	}
 	return res, err
 }
 
-func (t *Terminal) run(ctx context.Context, req Request, out io.Writer) (Result, error) {
-	begin := time.Now()
-	t.sink.w, t.sink.n = out, 0
-	defer func() { t.sink.w = io.Discard }()
-	t.cleaner.Reset(&t.sink)
+// call is one Run in progress.
+type call struct {
+	begin   time.Time
+	cfg     runConfig
+	input   bool // the call sent input: it returns once output settles
+	rebuilt bool
+	notes   []string
+}
 
-	var notes []string
-	rebuilt := false
-	if req.Reset || !t.sh.alive() {
+func (k *call) note(format string, a ...any) {
+	k.notes = append(k.notes, fmt.Sprintf(format, a...))
+}
+
+func (t *Terminal) run(ctx context.Context, c event.CmdRun, w io.Writer, cfg runConfig) (Result, error) {
+	k := &call{begin: time.Now(), cfg: cfg}
+	t.sink.w, t.sink.n = w, 0
+	defer func() { t.sink.w = io.Discard }()
+
+	if c.Reset || !t.sh.alive() {
 		why := "reset requested"
-		if !req.Reset {
+		if !c.Reset {
 			why = fmt.Sprintf("the shell had exited (status %d)", t.sh.exitStatus())
 		}
+		t.carry = nil
 		if err := t.rebuild(ctx); err != nil {
 			return Result{ExitCode: -1}, err
 		}
-		rebuilt = true
-		notes = append(notes, fmt.Sprintf("%s: started a new shell (pid %d); working directory, variables, functions and background jobs were reset.", why, t.sh.pid))
-		if req.Command == "" || req.IsInput {
-			return t.result(0, begin, rebuilt, false, notes), nil
+		k.rebuilt = true
+		k.note("%s: %s", why, rebuiltNote(t.sh.pid))
+		if c.Command == "" || c.IsInput {
+			return t.result(0, k, false), nil
 		}
+	}
+	if cr := t.carry; cr != nil {
+		t.carry = nil
+		if c.Command == "" && !c.IsInput {
+			// The read that was due: it gets what came while nobody waited.
+			if _, err := w.Write(cr.out.Bytes()); err != nil {
+				return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
+			}
+			if cr.cut > 0 {
+				k.note("(%d earlier bytes of output were dropped while no call was waiting.)", cr.cut)
+			}
+			r := cr.res
+			r.Note = strings.Join(append([]string{r.Note}, k.notes...), " ")
+			r.Duration = time.Since(k.begin)
+			r.PID = t.sh.pid
+			r.Rebuilt = r.Rebuilt || k.rebuilt
+			return r, nil
+		}
+		k.note("Before this: %s%s", cr.res.Note, tailNote(cr))
 	}
 
-	soft := t.opts.SoftTimeout
-	if req.SoftTimeout > 0 {
-		soft = req.SoftTimeout
-	}
-	cmd := strings.ReplaceAll(req.Command, "\x00", "")
+	cmd := strings.ReplaceAll(c.Command, "\x00", "")
 	switch {
-	case req.IsInput:
+	case c.IsInput:
 		if !t.busy {
-			notes = append(notes, "no command is running, so the input was not sent; run it as a command instead (is_input=false).")
-			return t.result(t.last.ExitCode, begin, rebuilt, false, notes), nil
+			if err := t.drainIdle(k); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+			k.note("no command is running, so the input was not sent; run it as a command instead (is_input=false).")
+			return t.result(t.last.ExitCode, k, false), nil
 		}
-		if err := t.sendInput(cmd); err != nil {
+		if err := t.sync(); err != nil {
 			return Result{ExitCode: -1}, err
 		}
+		if t.isDone(t.sh.look()) {
+			res, err := t.complete(ctx, k)
+			if err == nil {
+				res.Note = strings.TrimSpace(res.Note + " The input was not sent: the command had already finished.")
+			}
+			return res, err
+		}
+		in := parseInput(cmd, t.appCursor.Load())
+		b := in.bytes
+		if !in.hasKey && !in.endsLine && t.disp.mode == lineMode {
+			b = append(b, '\r')
+		}
+		var err error
+		if string(b) == "\x03" && t.sh.isig() {
+			err = t.sh.interrupt() // what the terminal would do, without its race
+		} else {
+			err = t.sh.write(b)
+		}
+		if err != nil {
+			return Result{ExitCode: -1}, fmt.Errorf("send input: %w", err)
+		}
+		k.input = true
 	case cmd == "":
 		if !t.busy {
-			notes = append(notes, "no command is running and there is no new output.")
-			return t.result(t.last.ExitCode, begin, rebuilt, false, notes), nil
+			if err := t.drainIdle(k); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+			if t.sink.n > 0 {
+				k.note("no command is running; the output above came from background jobs since the last command.")
+			} else {
+				k.note("no command is running and there is no new output.")
+			}
+			return t.result(t.last.ExitCode, k, false), nil
 		}
 	default:
 		if t.busy {
-			notes = append(notes, "the previous command is still running, so this command was NOT run. Send an empty command to read more output, is_input=true to type into the running program, or C-c (is_input=true) to interrupt it.")
-			break
+			done, err := t.finishedMeanwhile(ctx, k)
+			if err != nil {
+				return Result{ExitCode: -1}, err
+			}
+			if !done {
+				k.note("the previous command is still running, so this command was NOT run. Send an empty command to read more output, is_input=true to type into the running program, or C-c (is_input=true) to interrupt it.")
+				return t.wait(ctx, k)
+			}
 		}
-		if err := t.send(cmd); err != nil {
+		if err := t.prepare(ctx, k); err != nil {
 			return Result{ExitCode: -1}, err
 		}
-		t.busy = true
-		t.started = begin
-		hard := t.opts.HardTimeout
-		if req.Timeout > 0 {
-			hard = req.Timeout
+		limit := Timeout(c.TimeoutS)
+		if limit <= 0 {
+			limit = t.opts.HardTimeout
 		}
-		t.deadline = begin.Add(hard)
+		if err := t.send(cmd, limit); err != nil {
+			return Result{ExitCode: -1}, err
+		}
 	}
-	return t.wait(ctx, begin, soft, rebuilt, notes)
+	return t.wait(ctx, k)
 }
 
-// send writes the command to the control file and types the one short line
-// that makes the shell read and eval it. The line restores $? first, so the
-// command sees the previous command's exit status as it would at a prompt.
-func (t *Terminal) send(cmd string) error {
-	data := append([]byte(cmd), 0)
-	if _, err := t.cmdFile.WriteAt(data, 0); err != nil {
+// finishedMeanwhile checks, when a command was running at the last look,
+// whether it has ended since. If so its unread output and its end go to a
+// note (they belong to it, not to this call's command) and done is true;
+// if not, what was read is this call's output.
+func (t *Terminal) finishedMeanwhile(ctx context.Context, k *call) (bool, error) {
+	held := &carried{}
+	out := t.sink.w
+	t.sink.w = held
+	defer func() { t.sink.w = out }()
+	if err := t.sync(); err != nil {
+		return false, err
+	}
+	if !t.isDone(t.sh.look()) {
+		if _, err := out.Write(held.out.Bytes()); err != nil {
+			return false, fmt.Errorf("write output: %w", err)
+		}
+		return false, nil
+	}
+	res, err := t.complete(ctx, &call{begin: k.begin, cfg: k.cfg})
+	if err != nil {
+		return true, err
+	}
+	msg := fmt.Sprintf("The previous command finished after the last look, with exit code %d.", res.ExitCode)
+	if res.Note != "" {
+		msg += " " + res.Note
+	}
+	k.note("%s%s", msg, tailNote(held))
+	k.rebuilt = k.rebuilt || res.Rebuilt
+	return true, nil
+}
+
+// tailNote quotes the end of output that no observation showed.
+func tailNote(c *carried) string {
+	b := bytes.TrimRight(c.out.Bytes(), "\n")
+	if len(b) == 0 {
+		return ""
+	}
+	const max = 2000
+	cut := c.cut
+	if len(b) > max {
+		cut += len(b) - max
+		b = b[len(b)-max:]
+	}
+	s := " Its output that no observation showed"
+	if cut > 0 {
+		s += fmt.Sprintf(" (the last %d bytes)", len(b))
+	}
+	return s + ":\n" + string(b)
+}
+
+// send hands the command to bash. A short single line is typed as it is,
+// as a person would: xtrace, DEBUG traps, history and error messages see
+// the command itself, and $? is the last command's. Anything else (several
+// lines, long, control characters, which the terminal's line discipline
+// would cut or act on) goes through a file the shell sources, typed as one
+// short line; sourcing also keeps $?, and defines nothing.
+func (t *Terminal) send(cmd string, limit time.Duration) error {
+	var err error
+	if line, ok := typeable(cmd); ok {
+		err = t.typeLine(line + "\n")
+		t.cs.direct = cmd
+	} else {
+		err = t.sendFile(cmd)
+	}
+	if err != nil {
+		return err
+	}
+	t.busy = true
+	t.running.Store(true)
+	t.started = time.Now()
+	t.limit = limit
+	t.deadline.Store(t.started.Add(limit).UnixNano())
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// maxTyped is the longest command typed as it is; the terminal's canonical
+// mode cuts lines at 4095 bytes.
+const maxTyped = 1024
+
+// typeable reports whether cmd can be typed as one line, and the line.
+func typeable(cmd string) (string, bool) {
+	line := strings.TrimRight(cmd, "\n")
+	if line == "" || len(line) > maxTyped {
+		return "", false
+	}
+	for i := 0; i < len(line); i++ {
+		if c := line[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return "", false
+		}
+	}
+	return line, true
+}
+
+// sendFile writes the command to the control file and types the line that
+// sources it. With xtrace on, the line turns it off quietly first and the
+// file turns it back on, so the trace shows only the command itself.
+func (t *Terminal) sendFile(cmd string) error {
+	text := cmd
+	line := " \\. " + shellQuote(t.files.cmd) + "\n"
+	if t.last.opt("xtrace") {
+		if err := os.WriteFile(t.files.status, fmt.Appendf(nil, "return %d\n", t.last.ExitCode), 0o600); err != nil {
+			return fmt.Errorf("write command: %w", err)
+		}
+		text = "{ set -x; \\. " + shellQuote(t.files.status) + "; } 2>/dev/null; " + cmd
+		line = " { set +x; } 2>/dev/null; \\. " + shellQuote(t.files.cmd) + "\n"
+	}
+	if err := os.WriteFile(t.files.cmd, []byte(text), 0o600); err != nil {
 		return fmt.Errorf("write command: %w", err)
 	}
-	if err := t.cmdFile.Truncate(int64(len(data))); err != nil {
-		return fmt.Errorf("write command: %w", err)
-	}
-	line := " IFS= read -r -d '' __h_c <" + shellQuote(t.cmdFile.Name()) + `; __h_ret "$__h_ec"; eval "$__h_c"` + "\n"
-	if _, err := t.sh.master.WriteString(line); err != nil {
+	return t.typeLine(line)
+}
+
+// typeLine starts a new command state and types line into bash, which is
+// at its prompt.
+func (t *Terminal) typeLine(line string) error {
+	v := t.sh.look()
+	t.cs = cmdState{base: t.last.N, syscr0: v.syscr}
+	t.disp.reset()
+	t.sh.flushInput()
+	if err := t.sh.write([]byte(line)); err != nil {
 		return fmt.Errorf("type command: %w", err)
 	}
 	return nil
 }
 
-// sendInput types text or a key into the running program.
-func (t *Terminal) sendInput(text string) error {
-	b, ok := keyBytes(text)
-	if !ok {
-		b = []byte(text)
-		if !strings.HasSuffix(text, "\n") {
-			b = append(b, '\n')
+// consume feeds one chunk from the reader through the scanner.
+func (t *Terminal) consume(c chunk) error {
+	t.lastSeq = c.seq
+	err := t.feed(c.b)
+	t.sh.release(c.b)
+	return err
+}
+
+// feed scans bytes for markers and passes the rest on to the output.
+func (t *Terminal) feed(b []byte) error {
+	for {
+		ev, meta, rest, err := t.scan.feed(b)
+		if err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		switch ev {
+		case scanNone:
+			return nil
+		case scanPrompt:
+			t.cs.marked = true
+			if meta.N >= t.cs.base {
+				if meta.N == t.cs.base+1 {
+					m := meta
+					t.cs.got = &m
+				}
+				t.cs.top, t.cs.seen = meta, true
+			}
+		case scanPS2:
+			t.cs.cont, t.cs.marked = true, true
+		case scanBad:
+			t.cs.bad, t.cs.marked = true, true
+		}
+		b = rest
+	}
+}
+
+// sync reads everything the PTY holds now through feed. Every byte bash
+// wrote before sync was called has been consumed when it returns: a
+// non-blocking read that finds the master empty (after the kernel has
+// pushed its pending buffers, which read does) ends it, and chunks the
+// reader took before that are drained from the queue in order.
+func (t *Terminal) sync() error {
+	sh := t.sh
+	rc, err := sh.master.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	bp := sh.pool.Get().(*[]byte)
+	defer sh.pool.Put(bp)
+	for {
+		var n int
+		var seq uint64
+		var rerr error
+		if err := rc.Control(func(fd uintptr) { n, seq, rerr = sh.readOnce(int(fd), *bp) }); err != nil {
+			return nil // closed
+		}
+		want := seq
+		if n > 0 {
+			want = seq - 1
+		}
+		for t.lastSeq < want {
+			c, ok := <-sh.chunks
+			if !ok {
+				return nil
+			}
+			if err := t.consume(c); err != nil {
+				return err
+			}
+		}
+		if n == 0 || rerr != nil {
+			return nil
+		}
+		t.lastSeq = seq
+		if err := t.feed((*bp)[:n]); err != nil {
+			return err
 		}
 	}
-	if _, err := t.sh.master.Write(b); err != nil {
-		return fmt.Errorf("send input: %w", err)
+}
+
+// drainIdle reads what came while bash sat at its prompt (background jobs'
+// output) into this call's output, and follows prompts bash showed for
+// lines it got from elsewhere (injected input).
+func (t *Terminal) drainIdle(k *call) error {
+	t.cs = cmdState{base: t.last.N}
+	if err := t.sync(); err != nil {
+		return err
+	}
+	if f := t.cs.top; t.cs.seen {
+		if f.N > t.last.N {
+			k.note("bash ran %d command line(s) that did not come from harnessd (input injected into the terminal, e.g. with TIOCSTI); their output is above.", f.N-t.last.N)
+		}
+		t.last = f
+	}
+	t.flushOutput()
+	return nil
+}
+
+// flushOutput ends the current line output.
+func (t *Terminal) flushOutput() {
+	_ = t.scan.flushPartial()
+	_ = t.cut.flush()
+	_ = t.cleaner.Flush()
+}
+
+// prepare gets the shell ready for a command: what came since the last
+// prompt is read, the terminal's settings and input are put right, and
+// what the last command did to the shell that would hide its next prompt
+// or garble the command line is repaired, each with a note.
+func (t *Terminal) prepare(ctx context.Context, k *call) error {
+	if err := t.drainIdle(k); err != nil {
+		return err
+	}
+	sh := t.sh
+	// A stopped bash is continued by the wait that follows, with a note.
+	if changed, err := fixTermios(sh.tfd); err == nil && changed {
+		k.note("the terminal's settings had been changed (stty or reset); harnessd put back its own (no echo, line mode, signals).")
+	}
+	if sh.nofile > 0 {
+		if cur := sh.nofileLimit(); cur < 16 && cur < sh.nofile {
+			if err := t.raiseNofile(ctx, k, cur); err != nil {
+				return err
+			}
+			sh = t.sh // it may have been rebuilt
+		}
+	}
+	var fixes, what []string
+	if t.last.editing() {
+		fixes = append(fixes, "set +o vi +o emacs")
+		what = append(what, "line editing (set -o vi/emacs) was turned off again: harnessd hands bash its commands as plain lines")
+	}
+	if t.last.N > 0 && !t.last.opt("monitor") {
+		fixes = append(fixes, "set -m")
+		what = append(what, "job control (set -m) was turned back on: harnessd finds and interrupts commands by their process group")
+	}
+	if t.last.N > 0 && t.last.PS1Len != len(t.m.ps1()) {
+		fixes = append(fixes, "PS1="+shellQuote(t.m.ps1()), "PS2="+shellQuote(t.m.ps2()))
+		what = append(what, "the prompt (PS1) had been changed; harnessd put its own back")
+	}
+	if len(fixes) > 0 {
+		if err := t.repair(ctx, k, fixes, strings.Join(what, "; ")); err != nil {
+			return err
+		}
+	}
+	if !sh.fdOnTTY(1) {
+		if !t.stdout {
+			k.note("bash's stdout does not go to the terminal (exec >…), so output written to stdout is not seen; `exec >/dev/tty` puts it back.")
+		}
+		t.stdout = true
+	} else {
+		t.stdout = false
 	}
 	return nil
 }
 
-// wait reads output until the prompt, the soft timeout, or the hard
-// deadline, and runs the interrupt ladder when the deadline passes.
-func (t *Terminal) wait(ctx context.Context, begin time.Time, soft time.Duration, rebuilt bool, notes []string) (Result, error) {
-	sh := t.sh
-	idle := time.NewTimer(soft)
-	defer idle.Stop()
-	var hardC <-chan time.Time
-	if t.busy {
-		hard := time.NewTimer(time.Until(t.deadline))
-		defer hard.Stop()
-		hardC = hard.C
+// raiseNofile puts bash's open-files limit back where it was: harnessd
+// hands commands over in a file, and bash could not open it.
+func (t *Terminal) raiseNofile(ctx context.Context, k *call, cur uint64) error {
+	want := t.sh.nofile
+	line := fmt.Sprintf(" ulimit -S -n %d || ulimit -n %d\n", want, want)
+	if _, ok, err := t.typeAndWait(ctx, line); err != nil {
+		return err
+	} else if ok && t.sh.nofileLimit() >= 16 {
+		k.note("the open-files limit was %d (ulimit -n), too low for bash to open the file harnessd hands each command over in; it was raised back to %d.", cur, t.sh.nofileLimit())
+		return t.restoreStatus(ctx)
 	}
-	for {
-		select {
-		case b, ok := <-sh.chunks:
-			if !ok {
-				return t.shellGone(ctx, begin, notes)
-			}
-			ev, meta, err := t.next(b)
-			sh.release(b)
-			if err != nil {
-				return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
-			}
-			switch ev {
-			case scanPrompt:
-				t.busy = false
-				if t.sink.syntaxError() {
-					notes = append(notes, "bash could not parse the command (see its error above: often an unclosed quote, bracket or heredoc); lines before the error may have run, the rest did not. Fix it and send the whole command again.")
-				}
-				return t.result(meta.ExitCode, begin, rebuilt, false, notes), t.cleaner.Flush()
-			case scanPS2:
-				return t.continuation(ctx, begin, rebuilt, notes)
-			}
-			if !idle.Stop() {
-				select {
-				case <-idle.C:
-				default:
-				}
-			}
-			idle.Reset(soft)
-		case <-idle.C:
-			if err := t.flushPartial(); err != nil {
-				return Result{ExitCode: -1}, err
-			}
-			notes = append(notes, fmt.Sprintf("the command is still running (no new output for %s). Send an empty command to read more output, is_input=true to type into it (e.g. answer a prompt), or C-c (is_input=true) to interrupt it.", soft.Round(time.Millisecond)))
-			r := t.result(-1, begin, rebuilt, true, notes)
-			return r, nil
-		case <-hardC:
-			return t.interrupt(ctx, begin, rebuilt, notes)
-		case <-ctx.Done():
-			_ = t.flushPartial()
-			return t.result(-1, begin, rebuilt, t.busy, notes), ctx.Err()
-		}
-	}
-}
-
-// next feeds one chunk through the scanner and returns the first event in
-// it that counts. A prompt with an old counter is either a program
-// replaying a marker (dropped) or bash re-showing its last prompt without
-// re-expanding it, which it does after a syntax error in the eval'd
-// command. In the second case the shell is idle at its prompt, so an empty
-// line makes it draw a fresh prompt with the real exit status and cwd.
-// Bytes after a prompt are output of background jobs; they are written
-// out rather than lost.
-func (t *Terminal) next(b []byte) (scanEvent, promptMeta, error) {
-	for {
-		ev, meta, rest, err := t.scan.feed(b)
-		if err != nil || ev == scanNone {
-			return scanNone, promptMeta{}, err
-		}
-		if ev == scanPrompt && meta.N < t.expectN {
-			if meta.N+1 == t.expectN && t.sh.waitIdle(250*time.Millisecond) {
-				if _, err := t.sh.master.Write([]byte{'\n'}); err != nil {
-					return scanNone, promptMeta{}, fmt.Errorf("redraw prompt: %w", err)
-				}
-			}
-			b = rest
-			continue
-		}
-		if ev == scanPrompt {
-			t.last = meta
-			t.expectN = meta.N + 1
-		}
-		for len(rest) > 0 {
-			_, _, rest, err = t.scan.feed(rest)
-			if err != nil {
-				return ev, meta, err
-			}
-		}
-		return ev, meta, nil
-	}
-}
-
-func (t *Terminal) flushPartial() error {
-	if err := t.scan.flushPartial(); err != nil {
+	old := t.sh.pid
+	if err := t.rebuild(ctx); err != nil {
 		return err
 	}
-	return t.cleaner.Flush()
+	k.rebuilt = true
+	k.note("the open-files limit was %d (ulimit -n) and could not be raised, so bash (pid %d) could not open the commands harnessd hands it: %s", cur, old, rebuiltNote(t.sh.pid))
+	return nil
+}
+
+// restoreStatus makes $? what the last command left, after harnessd ran
+// something of its own at the prompt.
+func (t *Terminal) restoreStatus(ctx context.Context) error {
+	want := t.last.ExitCode
+	if err := os.WriteFile(t.files.status, fmt.Appendf(nil, "return %d\n", want), 0o600); err != nil {
+		return err
+	}
+	_, _, err := t.typeAndWait(ctx, " \\. "+shellQuote(t.files.status)+"\n")
+	t.last.ExitCode = want
+	return err
+}
+
+// repair types fixes at the prompt (typed, not sourced: a file sourced
+// while readline is on leaves bash half in line editing), then puts $?
+// back. If bash does not come back to a prompt harnessd can see, the shell
+// is rebuilt.
+func (t *Terminal) repair(ctx context.Context, k *call, fixes []string, what string) error {
+	_, ok, err := t.typeAndWait(ctx, " "+strings.Join(fixes, "; ")+"\n")
+	if err != nil {
+		return err
+	}
+	if ok {
+		k.note("%s.", what)
+		return t.restoreStatus(ctx)
+	}
+	old := t.sh.pid
+	if err := t.rebuild(ctx); err != nil {
+		return err
+	}
+	k.rebuilt = true
+	k.note("%s, but bash (pid %d) did not come back to a prompt harnessd could see: %s", what, old, rebuiltNote(t.sh.pid))
+	return nil
+}
+
+// typeAndWait types a line of harnessd's own at the prompt and waits for
+// the prompt after it, discarding its output. ok is false if bash did not
+// come back to a prompt that harnessd can see within the kill grace.
+func (t *Terminal) typeAndWait(ctx context.Context, line string) (*promptMeta, bool, error) {
+	out := t.sink.w
+	t.flushOutput()
+	t.sink.w = io.Discard
+	defer func() {
+		t.flushOutput()
+		t.cleaner.Reset(&t.sink)
+		t.sink.w = out
+	}()
+	if err := t.typeLine(line); err != nil {
+		return nil, false, err
+	}
+	end := time.NewTimer(max(t.opts.KillGrace, 2*time.Second))
+	defer end.Stop()
+	poll := time.NewTimer(time.Millisecond)
+	defer poll.Stop()
+	delay := time.Millisecond
+	for {
+		select {
+		case c, ok := <-t.sh.chunks:
+			if !ok {
+				return nil, false, ErrClosed
+			}
+			if err := t.consume(c); err != nil {
+				return nil, false, err
+			}
+			if t.cs.marked {
+				t.cs.marked = false
+				delay = 50 * time.Microsecond
+				poll.Reset(delay)
+			}
+		case <-poll.C:
+			v := t.sh.look()
+			if t.isDone(v) {
+				if err := t.sync(); err != nil {
+					return nil, false, err
+				}
+				f := t.cs.fresh()
+				if f == nil {
+					return nil, false, nil
+				}
+				t.last = *f
+				return f, true, nil
+			}
+			delay = min(2*delay, 50*time.Millisecond)
+			poll.Reset(delay)
+		case <-t.sh.exited:
+			return nil, false, nil
+		case <-end.C:
+			return nil, false, nil
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// isDone reports whether v shows the running line over: bash back at its
+// prompt, by the kernel's account. A prompt marker alone never decides
+// it; it counts only with readline on (set -o vi), where bash waits in
+// select rather than its own reader, or where /proc cannot be read.
+func (t *Terminal) isDone(v procView) bool {
+	sh := t.sh
+	if sh.markerOnly {
+		return t.cs.fresh() != nil
+	}
+	if !v.ok || !sh.procOK {
+		return t.cs.fresh() != nil && v.fg
+	}
+	if v.syscr <= t.cs.syscr0 || !v.fg || v.state == 'T' {
+		return false
+	}
+	if sh.atPrompt(v) {
+		return true
+	}
+	if f := t.cs.fresh(); f != nil && f.editing() && sh.waitingInput(v) && v.startcode == sh.image {
+		return true
+	}
+	return sh.otherPrompt(v) && sh.interactiveBash()
+}
+
+// wait reads output until the command is over, the call's time is up, or
+// the hard deadline passes.
+func (t *Terminal) wait(ctx context.Context, k *call) (Result, error) {
+	sh := t.sh
+	quiet := k.cfg.soft
+	if k.input || t.disp.mode != lineMode {
+		quiet = k.cfg.settle
+	}
+	idle := time.NewTimer(quiet)
+	defer idle.Stop()
+	maxT := time.NewTimer(k.cfg.maxWait - time.Since(k.begin))
+	defer maxT.Stop()
+	hard := time.NewTimer(time.Until(t.started.Add(t.limit)))
+	defer hard.Stop()
+	delay := time.Millisecond
+	poll := time.NewTimer(delay)
+	defer poll.Stop()
+	for {
+		select {
+		case c, ok := <-sh.chunks:
+			if !ok {
+				return t.result(-1, k, true), ErrClosed
+			}
+			if err := t.consume(c); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+			if t.cs.marked {
+				// bash prints its prompt a moment before it reads:
+				// look now, then again soon.
+				t.cs.marked = false
+				if t.isDone(sh.look()) {
+					return t.complete(ctx, k)
+				}
+				delay = 50 * time.Microsecond
+				poll.Reset(delay)
+			}
+			if k.input || t.disp.mode != lineMode {
+				quiet = k.cfg.settle
+			}
+			idle.Reset(quiet)
+		case <-poll.C:
+			v := sh.look()
+			if v.state == 'T' && v.fg && !t.cs.cont2 {
+				t.cs.cont2 = true
+				_ = syscall.Kill(sh.pid, syscall.SIGCONT)
+				k.note("bash stopped itself (SIGSTOP, e.g. kill -STOP $$) and was continued with SIGCONT; nothing was lost.")
+			}
+			if t.isDone(v) {
+				return t.complete(ctx, k)
+			}
+			t.cs.marked = false
+			delay = min(2*delay, 100*time.Millisecond)
+			poll.Reset(delay)
+		case <-idle.C:
+			return t.still(k, fmt.Sprintf("no new output for %s", quiet.Round(time.Millisecond)))
+		case <-maxT.C:
+			return t.still(k, fmt.Sprintf("the call's limit of %s (max wait) was reached", k.cfg.maxWait.Round(time.Millisecond)))
+		case <-hard.C:
+			return t.interrupt(ctx, k)
+		case <-sh.exited:
+			return t.shellGone(ctx, k)
+		case <-ctx.Done():
+			t.flushOutput()
+			return t.result(-1, k, t.busy), context.Cause(ctx)
+		}
+	}
+}
+
+// still ends a call while the command runs on.
+func (t *Terminal) still(k *call, why string) (Result, error) {
+	if err := t.scan.flushPartial(); err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	_ = t.cut.flush()
+	if err := t.cleaner.Flush(); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
+	}
+	t.disp.settled(true)
+	scr := t.disp.screen()
+	if scr != nil {
+		if _, err := io.WriteString(t.sink.w, scr.Text()); err != nil {
+			return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
+		}
+		where := "alternate screen"
+		if !scr.Alt {
+			where = "cursor addressing"
+		}
+		k.note("the program is drawing a full screen (%dx%d, %s); the output ends with the screen as it is now, cursor at row %d, column %d. Send keys with is_input=true, e.g. q, :q<Enter>, <Esc>, <Up>, <C-c>.", scr.Cols, scr.Rows, where, scr.CursorRow+1, scr.CursorCol+1)
+	} else {
+		k.note("the command is still running (%s). Send an empty command to read more output, is_input=true to type into it (e.g. answer a prompt), or C-c (is_input=true) to interrupt it.", why)
+	}
+	r := t.result(-1, k, true)
+	r.Screen = scr
+	return r, nil
+}
+
+// complete ends a command that the kernel shows is over: it reads the
+// rest of its output, takes its prompt's metadata, and repairs the shell
+// if its prompt could not be seen.
+func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
+	if err := t.sync(); err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	sh := t.sh
+	if t.cs.cont {
+		return t.continuation(ctx, k)
+	}
+	f := t.cs.fresh()
+	if f == nil {
+		// Give a prompt that takes a detour (stderr through a pipe) a
+		// moment to arrive.
+		for end := time.Now().Add(300 * time.Millisecond); f == nil && time.Now().Before(end); f = t.cs.fresh() {
+			time.Sleep(10 * time.Millisecond)
+			if err := t.sync(); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+		}
+	}
+	var v procView
+	if f == nil {
+		v = sh.look()
+	}
+	switch {
+	case f != nil:
+		if t.cs.top.N > t.cs.base+1 {
+			k.note("bash then ran %d more command line(s) that did not come from harnessd (input the command injected into the terminal, e.g. with TIOCSTI); their output is included above, and the last one's exit code was %d.", t.cs.top.N-t.cs.base-1, t.cs.top.ExitCode)
+		}
+		t.last = t.cs.top
+		t.busy = false
+		t.running.Store(false)
+		t.deadline.Store(0)
+		t.disp.settled(false)
+		if t.sink.syntaxError() {
+			k.note("bash could not parse the command (see its error above: often an unclosed quote, bracket or heredoc); lines before the error may have run, the rest did not. Fix it and send the whole command again.")
+		}
+		t.flushOutput()
+		return t.result(f.ExitCode, k, false), nil
+	case sh.procOK && v.fg && sh.image != v.startcode:
+		return t.reinit(ctx, k)
+	}
+	return t.invisible(ctx, k)
+}
+
+// invisible handles bash back at its prompt without a prompt harnessd
+// could see: the command moved stderr, changed PS1 or promptvars, or its
+// prompt was not expanded. The repair keeps $?, so its prompt carries the
+// command's exit code.
+func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
+	t.flushOutput()
+	t.disp.settled(false)
+	fixes := []string{"shopt -s promptvars", "PS1=" + shellQuote(t.m.ps1()), "PS2=" + shellQuote(t.m.ps2())}
+	why := "its prompt did not reach harnessd (PS1, PS2 or promptvars changed)"
+	if !t.sh.fdOnTTY(2) {
+		fixes = append([]string{"exec 2>&0"}, fixes...)
+		why = "bash's stderr, where it writes its prompt, had been redirected away from the terminal (exec 2>…); it was pointed back at the terminal (redirect one command's stderr instead: cmd 2>file)"
+	}
+	if cur := t.sh.nofileLimit(); t.sh.nofile > 0 && cur < 16 && cur < t.sh.nofile {
+		fixes = append([]string{fmt.Sprintf("ulimit -S -n %d", t.sh.nofile)}, fixes...)
+	}
+	if err := os.WriteFile(t.files.fix, []byte(strings.Join(fixes, "\n")+"\nreturn \"$1\"\n"), 0o600); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("write repair: %w", err)
+	}
+	m, ok, err := t.typeAndWait(ctx, " \\. "+shellQuote(t.files.fix)+" \"$?\"\n")
+	if err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	t.busy = false
+	t.running.Store(false)
+	t.deadline.Store(0)
+	if !ok || m == nil {
+		old := t.sh.pid
+		if err := t.rebuild(ctx); err != nil {
+			return Result{ExitCode: -1}, err
+		}
+		k.rebuilt = true
+		k.note("the command finished, but %s, and the shell still showed no prompt harnessd could see after a repair (readonly PS1?); bash (pid %d) was replaced: %s The command's exit code is unknown.", why, old, rebuiltNote(t.sh.pid))
+		return t.result(-1, k, false), nil
+	}
+	k.note("the command finished, but %s; harnessd repaired the shell's prompt, and nothing was lost.", why)
+	return t.result(m.ExitCode, k, false), nil
+}
+
+// reinit handles bash replaced by a new bash (exec bash), now at a prompt
+// of its own: it is given harnessd's prompt again.
+func (t *Terminal) reinit(ctx context.Context, k *call) (Result, error) {
+	t.flushOutput()
+	t.disp.settled(false)
+	sh := t.sh
+	sh.image = 0 // the new image: learned below
+	out := t.sink.w
+	t.sink.w = io.Discard
+	// Line editing goes off in the typed line: turned off inside a
+	// sourced file, bash would stay half in readline.
+	err := t.typeLine(" set +o vi +o emacs; \\. " + shellQuote(t.files.rc) + "\n")
+	t.cs.base = 0 // the new bash counts its commands from 1
+	var learned bool
+	for end := time.Now().Add(max(t.opts.KillGrace, 2*time.Second)); err == nil && time.Now().Before(end) && !learned; {
+		select {
+		case c, ok := <-sh.chunks:
+			if !ok {
+				err = ErrClosed
+				break
+			}
+			err = t.consume(c)
+		case <-time.After(2 * time.Millisecond):
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if f := t.cs.fresh(); err == nil && f != nil {
+			if v := sh.look(); v.fg && v.syscr > t.cs.syscr0 && sh.learn(v) {
+				t.last = *f
+				learned = true
+			}
+		}
+	}
+	t.flushOutput()
+	t.cleaner.Reset(&t.sink)
+	t.sink.w = out
+	if err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	t.busy = false
+	t.running.Store(false)
+	t.deadline.Store(0)
+	if !learned {
+		old := sh.pid
+		if err := t.rebuild(ctx); err != nil {
+			return Result{ExitCode: -1}, err
+		}
+		k.rebuilt = true
+		k.note("the command replaced bash with a program harnessd could not set up (exec); bash (pid %d) was replaced: %s", old, rebuiltNote(t.sh.pid))
+		return t.result(0, k, false), nil
+	}
+	k.note("the command replaced bash with a new bash (exec bash): the old shell's unexported variables, its functions, aliases and background jobs are gone, while the working directory and exported variables stayed; harnessd set up its prompt in the new shell.")
+	return t.result(0, k, false), nil
 }
 
 // interrupt is the hard-timeout ladder: SIGINT to the foreground process
 // group, then SIGKILL, then a new shell.
-func (t *Terminal) interrupt(ctx context.Context, begin time.Time, rebuilt bool, notes []string) (Result, error) {
+func (t *Terminal) interrupt(ctx context.Context, k *call) (Result, error) {
 	sh := t.sh
 	limit := time.Since(t.started).Round(time.Millisecond)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
-		pgrp, err := sh.signalForeground(sig)
-		if sig == syscall.SIGKILL && pgrp == sh.pid {
+		if v := sh.look(); v.state == 'T' {
+			_ = syscall.Kill(sh.pid, syscall.SIGCONT)
+		}
+		var pgrp int
+		var err error
+		if sig == syscall.SIGINT {
+			err = sh.interrupt()
+		} else if pgrp, err = sh.signalForeground(sig); pgrp == sh.pid {
 			break // killing the shell's own group is a rebuild
 		}
 		if err != nil {
 			t.opts.Logger.Debug("signal foreground", "sig", sig, "err", err)
 		}
-		r, done, err := t.drainUntilPrompt(ctx, t.opts.KillGrace)
+		done, err := t.waitDone(ctx, t.opts.KillGrace)
 		if err != nil {
 			return Result{ExitCode: -1}, err
 		}
 		if done {
-			notes = append(notes, fmt.Sprintf("the command was still running after %s (hard timeout) and was interrupted with %s.", limit, sigName(sig)))
-			res := t.result(r.ExitCode, begin, rebuilt, false, notes)
+			res, err := t.complete(ctx, k)
+			if err != nil {
+				return res, err
+			}
 			res.TimedOut = true
-			return res, t.cleaner.Flush()
+			res.Note = strings.TrimSpace(fmt.Sprintf("the command was still running after %s (hard timeout) and was interrupted with %s. %s", limit, sigName(sig), res.Note))
+			return res, nil
 		}
 	}
-	_ = t.flushPartial()
+	t.flushOutput()
 	old := sh.pid
 	if err := t.rebuild(ctx); err != nil {
 		return Result{ExitCode: -1, TimedOut: true}, err
 	}
-	notes = append(notes, fmt.Sprintf("the command was still running after %s (hard timeout) and the shell (pid %d) did not answer SIGINT or SIGKILL of its foreground job; started a new shell (pid %d): working directory, variables, functions and background jobs were reset.", limit, old, t.sh.pid))
-	res := t.result(-1, begin, true, false, notes)
+	k.rebuilt = true
+	k.note("the command was still running after %s (hard timeout) and the shell (pid %d) did not answer SIGINT or SIGKILL of its foreground job; %s", limit, old, rebuiltNote(t.sh.pid))
+	res := t.result(-1, k, false)
 	res.TimedOut = true
 	return res, nil
 }
 
-// drainUntilPrompt reads output for up to d and reports whether the prompt
-// came.
-func (t *Terminal) drainUntilPrompt(ctx context.Context, d time.Duration) (promptMeta, bool, error) {
+// waitDone reads output for up to d and reports whether bash came back to
+// its prompt.
+func (t *Terminal) waitDone(ctx context.Context, d time.Duration) (bool, error) {
 	sh := t.sh
 	timer := time.NewTimer(d)
 	defer timer.Stop()
+	delay := time.Millisecond
+	poll := time.NewTimer(delay)
+	defer poll.Stop()
 	for {
 		select {
-		case b, ok := <-sh.chunks:
+		case c, ok := <-sh.chunks:
 			if !ok {
-				return promptMeta{}, false, nil
+				return false, ErrClosed
 			}
-			ev, meta, err := t.next(b)
-			sh.release(b)
-			if err != nil {
-				return promptMeta{}, false, err
+			if err := t.consume(c); err != nil {
+				return false, err
 			}
-			if ev == scanPrompt {
-				t.busy = false
-				return meta, true, nil
+			if t.cs.cont {
+				_ = sh.write([]byte{0x03})
+				t.cs.cont = false
 			}
-			if ev == scanPS2 {
-				if _, err := sh.master.Write([]byte{0x03}); err != nil {
-					return promptMeta{}, false, err
-				}
+		case <-poll.C:
+			if t.isDone(sh.look()) {
+				return true, nil
 			}
+			delay = min(2*delay, 20*time.Millisecond)
+			poll.Reset(delay)
+		case <-sh.exited:
+			return false, nil
 		case <-timer.C:
-			return promptMeta{}, false, nil
+			return false, nil
 		case <-ctx.Done():
-			return promptMeta{}, false, ctx.Err()
+			return false, context.Cause(ctx)
 		}
 	}
 }
 
-// continuation handles the shell's PS2: input ended inside an open quote or
-// heredoc. C-c abandons it; the shell prints a fresh prompt.
-func (t *Terminal) continuation(ctx context.Context, begin time.Time, rebuilt bool, notes []string) (Result, error) {
-	if _, err := t.sh.master.Write([]byte{0x03}); err != nil {
+// continuation handles the shell's PS2: a typed line ended inside an open
+// quote, bracket or heredoc. C-c abandons it (nothing of it ran); the
+// command then goes through a file, where bash says what is wrong with it
+// instead of asking for more.
+func (t *Terminal) continuation(ctx context.Context, k *call) (Result, error) {
+	direct, ours := t.cs.direct, t.cs.got
+	t.cs.cont = false
+	t.cs.syscr0 = t.sh.look().syscr // before C-c: bash may act on it at once
+	if err := t.sh.write([]byte{0x03}); err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("cancel continuation: %w", err)
 	}
-	if _, done, err := t.drainUntilPrompt(ctx, t.opts.KillGrace); err != nil {
+	done, err := t.waitDone(ctx, t.opts.KillGrace)
+	if err != nil {
 		return Result{ExitCode: -1}, err
-	} else if !done {
+	}
+	if done {
+		if err := t.sync(); err != nil {
+			return Result{ExitCode: -1}, err
+		}
+		if f := t.cs.fresh(); f != nil {
+			t.last = *f
+		}
+		if ours != nil {
+			// The command had ended at its own prompt; the open quote
+			// came from input it injected into the terminal.
+			t.busy = false
+			t.running.Store(false)
+			t.deadline.Store(0)
+			t.flushOutput()
+			k.note("after the command, bash read a line that did not come from harnessd (input injected into the terminal, e.g. with TIOCSTI) and was left waiting for the rest of it; that was cancelled with C-c.")
+			return t.result(ours.ExitCode, k, false), nil
+		}
+		if direct != "" {
+			if err := t.sendFile(direct); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+			return t.wait(ctx, k)
+		}
+	} else {
 		if err := t.rebuild(ctx); err != nil {
 			return Result{ExitCode: -1}, err
 		}
-		rebuilt = true
+		k.rebuilt = true
 	}
 	t.busy = false
-	notes = append(notes, "the input is incomplete (an unclosed quote, bracket or heredoc), so the shell asked for more; it was cancelled and nothing more ran. Close the quote or heredoc and send the whole command again.")
-	return t.result(2, begin, rebuilt, false, notes), t.cleaner.Flush()
+	t.running.Store(false)
+	t.deadline.Store(0)
+	t.flushOutput()
+	k.note("the input is incomplete (an unclosed quote, bracket or heredoc), so the shell asked for more; it was cancelled and nothing more ran. Close the quote or heredoc and send the whole command again.")
+	return t.result(2, k, false), nil
 }
 
-// shellGone handles EOF on the PTY: bash exited (exit, exec, set -e). A new
-// shell is started so the session goes on.
-func (t *Terminal) shellGone(ctx context.Context, begin time.Time, notes []string) (Result, error) {
-	_ = t.flushPartial()
+// shellGone handles bash exiting (exit, exec of a program that ended, set
+// -e). A new shell is started so the session goes on.
+func (t *Terminal) shellGone(ctx context.Context, k *call) (Result, error) {
+	_ = t.sync()
+	t.flushOutput()
 	sh := t.sh
-	<-sh.exited
 	status := sh.exitStatus()
 	old := sh.pid
 	if err := t.rebuild(ctx); err != nil {
 		return Result{ExitCode: status}, err
 	}
-	notes = append(notes, fmt.Sprintf("the shell (pid %d) exited with status %d; started a new shell (pid %d): working directory, variables, functions and background jobs were reset.", old, status, t.sh.pid))
-	return t.result(status, begin, true, false, notes), nil
+	k.rebuilt = true
+	k.note("the shell (pid %d) exited with status %d; %s", old, status, rebuiltNote(t.sh.pid))
+	return t.result(status, k, false), nil
+}
+
+// rebuiltNote says what a new shell means for the model.
+func rebuiltNote(pid int) string {
+	return fmt.Sprintf("the shell was rebuilt: its variables, functions, cwd and background jobs were lost (new pid %d).", pid)
 }
 
 // rebuild replaces the shell with a new one.
@@ -645,7 +1524,7 @@ func (t *Terminal) rebuild(ctx context.Context) error {
 	return nil
 }
 
-func (t *Terminal) result(code int, begin time.Time, rebuilt, running bool, notes []string) Result {
+func (t *Terminal) result(code int, k *call, running bool) Result {
 	if running {
 		code = -1
 	}
@@ -654,19 +1533,87 @@ func (t *Terminal) result(code int, begin time.Time, rebuilt, running bool, note
 		Cwd:      t.last.Cwd,
 		PID:      t.sh.pid,
 		Running:  running,
-		Rebuilt:  rebuilt,
-		Note:     strings.Join(notes, " "),
-		Duration: time.Since(begin),
+		Rebuilt:  k.rebuilt,
+		Note:     strings.Join(k.notes, " "),
+		Duration: time.Since(k.begin),
 	}
 }
 
-// swapWriter lets one cleaner serve every Run with that Run's writer, and
-// remembers the last bytes written so a finished command's closing error
-// message can be recognised.
+// reply forwards the screen model's answers to a program's queries (cursor
+// position, device attributes) to the program, never to bash's prompt.
+func (t *Terminal) reply(b []byte) {
+	sh := t.live.Load()
+	if sh == nil {
+		return
+	}
+	if pg, err := sh.foreground(); err != nil || pg == sh.pid {
+		return
+	}
+	rc, err := sh.master.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Write(func(fd uintptr) bool {
+		_, _ = syscall.Write(int(fd), b)
+		return true // best effort: never wait for a program that does not read
+	})
+}
+
+// watch enforces the hard timeout of a command that no call is waiting
+// for: at the deadline it takes the terminal and runs the interrupt
+// ladder; the next Run reports what happened.
+func (t *Terminal) watch() {
+	defer t.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		timer.Stop()
+		if d := t.deadline.Load(); d != 0 {
+			timer.Reset(time.Until(time.Unix(0, d)))
+		}
+		select {
+		case <-t.quit.Done():
+			return
+		case <-t.kick:
+			continue
+		case <-timer.C:
+		}
+		t.mu.Lock()
+		if !t.closed && t.busy && t.deadline.Load() != 0 && !time.Now().Before(time.Unix(0, t.deadline.Load())) {
+			t.expire()
+		}
+		t.mu.Unlock()
+	}
+}
+
+// expire runs the hard-timeout ladder with no caller; mu is held.
+func (t *Terminal) expire() {
+	cr := &carried{}
+	t.sink.w, t.sink.n = cr, 0
+	defer func() { t.sink.w = io.Discard }()
+	k := &call{begin: time.Now(), cfg: runConfig{soft: t.opts.SoftTimeout, maxWait: t.opts.MaxWait, settle: t.opts.Settle}}
+	res, err := t.interrupt(t.quit, k)
+	if err != nil {
+		t.deadline.Store(0)
+		return
+	}
+	t.flushOutput()
+	res.Note = "the command hit its hard timeout while no call was waiting: " + res.Note
+	cr.res = res
+	t.carry = cr
+}
+
+// swapWriter lets one cleaner serve every call with that call's writer,
+// holds output back while the display decides between lines and a screen,
+// and remembers the last bytes written so a finished command's closing
+// error message can be recognised.
 type swapWriter struct {
-	w    io.Writer
-	tail [256]byte
-	n    int // bytes of tail in use
+	w       io.Writer
+	holding bool
+	held    bytes.Buffer
+	err     error
+	tail    [256]byte
+	n       int // bytes of tail in use
 }
 
 func (s *swapWriter) Write(p []byte) (int, error) {
@@ -680,11 +1627,36 @@ func (s *swapWriter) Write(p []byte) (int, error) {
 		}
 		s.n += copy(s.tail[s.n:], p)
 	}
+	if s.holding {
+		s.held.Write(p)
+		return len(p), nil
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
 	if s.w == nil {
 		return len(p), nil
 	}
 	return s.w.Write(p)
 }
+
+// hold starts holding output back, or stops and writes what was held.
+func (s *swapWriter) hold(on bool) {
+	if on || !s.holding {
+		s.holding = on
+		return
+	}
+	s.holding = false
+	if s.held.Len() > 0 && s.w != nil && s.err == nil {
+		if _, err := s.w.Write(s.held.Bytes()); err != nil {
+			s.err = err
+		}
+	}
+	s.held.Reset()
+}
+
+// dropHeld forgets the held output (a screen replaces it).
+func (s *swapWriter) dropHeld() { s.held.Reset() }
 
 // parseErrors are bash's messages for a command it could not parse.
 var parseErrors = []string{
@@ -704,6 +1676,53 @@ func (s *swapWriter) syntaxError() bool {
 	}
 	return false
 }
+
+// cutter removes every occurrence of needle from a byte stream split
+// anywhere: bash names the sourced command file in its messages ("bash:
+// /…/command: line 2: syntax error"), which then read as typed commands'
+// ("bash: line 2: …").
+type cutter struct {
+	needle  []byte
+	out     io.Writer
+	pending []byte
+}
+
+func (c *cutter) Write(p []byte) (int, error) {
+	buf := p
+	if len(c.pending) > 0 {
+		c.pending = append(c.pending, p...)
+		buf = c.pending
+	}
+	for {
+		i := bytes.Index(buf, c.needle)
+		if i < 0 {
+			break
+		}
+		if _, err := c.out.Write(buf[:i]); err != nil {
+			return 0, err
+		}
+		buf = buf[i+len(c.needle):]
+	}
+	keep := partialSuffix(buf, c.needle)
+	if _, err := c.out.Write(buf[:len(buf)-keep]); err != nil {
+		return 0, err
+	}
+	rest := append([]byte(nil), buf[len(buf)-keep:]...)
+	c.pending = append(c.pending[:0], rest...)
+	return len(p), nil
+}
+
+// flush writes a held partial match.
+func (c *cutter) flush() error {
+	if len(c.pending) == 0 {
+		return nil
+	}
+	_, err := c.out.Write(c.pending)
+	c.pending = c.pending[:0]
+	return err
+}
+
+func (c *cutter) reset() { c.pending = c.pending[:0] }
 
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/core/event"
 )
 
 // newTerm starts a terminal for one test and closes it after.
@@ -35,20 +37,34 @@ func newTerm(t *testing.T, opts Options) *Terminal {
 	return term
 }
 
+// req is one call as the tests write it: the action's fields and the
+// call's soft timeout.
+type req struct {
+	Command     string
+	IsInput     bool
+	Timeout     time.Duration
+	SoftTimeout time.Duration
+	Reset       bool
+}
+
+func (r req) action() event.CmdRun {
+	return event.CmdRun{Command: r.Command, IsInput: r.IsInput, TimeoutS: r.Timeout.Seconds(), Reset: r.Reset}
+}
+
 // run runs one request and returns its result and output.
-func run(t *testing.T, term *Terminal, req Request) (Result, string) {
+func run(t *testing.T, term *Terminal, r req) (Result, string) {
 	t.Helper()
 	var out bytes.Buffer
-	res, err := term.Run(context.Background(), req, &out)
+	res, err := term.Run(context.Background(), r.action(), &out, WithSoftTimeout(r.SoftTimeout))
 	if err != nil {
-		t.Fatalf("Run(%q): %v", req.Command, err)
+		t.Fatalf("Run(%q): %v", r.Command, err)
 	}
 	return res, out.String()
 }
 
 func cmd(t *testing.T, term *Terminal, c string) (Result, string) {
 	t.Helper()
-	return run(t, term, Request{Command: c})
+	return run(t, term, req{Command: c})
 }
 
 func TestExitCodes(t *testing.T) {
@@ -127,7 +143,7 @@ func TestHardTimeoutInterruptsAndKeepsShell(t *testing.T) {
 	term := newTerm(t, Options{})
 	pid := term.PID()
 	start := time.Now()
-	res, _ := run(t, term, Request{Command: "sleep 5", Timeout: 300 * time.Millisecond})
+	res, _ := run(t, term, req{Command: "sleep 5", Timeout: 300 * time.Millisecond})
 	if !res.TimedOut || res.Running || res.Rebuilt || res.PID != pid {
 		t.Fatalf("sleep 5 under 300ms: %+v", res)
 	}
@@ -149,7 +165,7 @@ func TestHardTimeoutInterruptsAndKeepsShell(t *testing.T) {
 func TestHardTimeoutEscalatesToSIGKILL(t *testing.T) {
 	term := newTerm(t, Options{})
 	pid := term.PID()
-	res, _ := run(t, term, Request{Command: `bash -c "trap '' INT; sleep 30"`, Timeout: 200 * time.Millisecond})
+	res, _ := run(t, term, req{Command: `bash -c "trap '' INT; sleep 30"`, Timeout: 200 * time.Millisecond})
 	if !res.TimedOut || res.Rebuilt || res.PID != pid || !strings.Contains(res.Note, "SIGKILL") {
 		t.Fatalf("SIGINT-proof child: %+v", res)
 	}
@@ -162,7 +178,7 @@ func TestHungShellIsRebuilt(t *testing.T) {
 	term := newTerm(t, Options{})
 	old := term.PID()
 	cmd(t, term, "export LOST=yes")
-	res, _ := run(t, term, Request{Command: "trap '' INT; while :; do :; done", Timeout: 200 * time.Millisecond})
+	res, _ := run(t, term, req{Command: "trap '' INT; while :; do :; done", Timeout: 200 * time.Millisecond})
 	if !res.TimedOut || !res.Rebuilt || res.PID == old {
 		t.Fatalf("hung shell: %+v", res)
 	}
@@ -176,18 +192,18 @@ func TestHungShellIsRebuilt(t *testing.T) {
 
 func TestSoftTimeoutThenReadMore(t *testing.T) {
 	term := newTerm(t, Options{})
-	res, out := run(t, term, Request{Command: "echo start; sleep 1; echo end", SoftTimeout: 300 * time.Millisecond})
+	res, out := run(t, term, req{Command: "echo start; sleep 1; echo end", SoftTimeout: 300 * time.Millisecond})
 	if !res.Running || res.ExitCode != -1 || out != "start\n" {
 		t.Fatalf("soft timeout: %+v %q", res, out)
 	}
 	if !strings.Contains(res.Note, "still running") {
 		t.Errorf("note: %q", res.Note)
 	}
-	res, out = run(t, term, Request{Command: "echo refused", SoftTimeout: 100 * time.Millisecond})
+	res, out = run(t, term, req{Command: "echo refused", SoftTimeout: 100 * time.Millisecond})
 	if !res.Running || !strings.Contains(res.Note, "NOT run") || strings.Contains(out, "refused") {
 		t.Fatalf("command while busy: %+v %q", res, out)
 	}
-	res, out = run(t, term, Request{})
+	res, out = run(t, term, req{})
 	if res.Running || res.ExitCode != 0 || !strings.Contains(out, "end\n") {
 		t.Fatalf("read more: %+v %q", res, out)
 	}
@@ -195,38 +211,38 @@ func TestSoftTimeoutThenReadMore(t *testing.T) {
 
 func TestInputToRunningProgram(t *testing.T) {
 	term := newTerm(t, Options{})
-	res, out := run(t, term, Request{Command: `read -p "name? " x; echo "hi $x"`, SoftTimeout: 300 * time.Millisecond})
+	res, out := run(t, term, req{Command: `read -p "name? " x; echo "hi $x"`, SoftTimeout: 300 * time.Millisecond})
 	if !res.Running || !strings.Contains(out, "name? ") {
 		t.Fatalf("read: %+v %q", res, out)
 	}
-	res, out = run(t, term, Request{Command: "bob", IsInput: true})
+	res, out = run(t, term, req{Command: "bob", IsInput: true})
 	if res.Running || out != "hi bob\n" {
 		t.Fatalf("answer: %+v %q", res, out)
 	}
 
-	res, _ = run(t, term, Request{Command: "cat", SoftTimeout: 200 * time.Millisecond})
+	res, _ = run(t, term, req{Command: "cat", SoftTimeout: 200 * time.Millisecond})
 	if !res.Running {
 		t.Fatalf("cat: %+v", res)
 	}
-	res, out = run(t, term, Request{Command: "hello", IsInput: true, SoftTimeout: 200 * time.Millisecond})
+	res, out = run(t, term, req{Command: "hello", IsInput: true, SoftTimeout: 200 * time.Millisecond})
 	if out != "hello\n" || !res.Running {
 		t.Fatalf("cat echo: %+v %q", res, out)
 	}
-	res, _ = run(t, term, Request{Command: "C-d", IsInput: true})
+	res, _ = run(t, term, req{Command: "C-d", IsInput: true})
 	if res.Running || res.ExitCode != 0 {
 		t.Fatalf("C-d: %+v", res)
 	}
 
-	res, _ = run(t, term, Request{Command: "sleep 30", SoftTimeout: 200 * time.Millisecond})
+	res, _ = run(t, term, req{Command: "sleep 30", SoftTimeout: 200 * time.Millisecond})
 	if !res.Running {
 		t.Fatalf("sleep: %+v", res)
 	}
-	res, _ = run(t, term, Request{Command: "C-c", IsInput: true})
+	res, _ = run(t, term, req{Command: "C-c", IsInput: true})
 	if res.Running || res.ExitCode != 130 {
 		t.Fatalf("C-c: %+v", res)
 	}
 
-	res, _ = run(t, term, Request{Command: "x", IsInput: true})
+	res, _ = run(t, term, req{Command: "x", IsInput: true})
 	if res.Running || !strings.Contains(res.Note, "no command is running") {
 		t.Fatalf("input with nothing running: %+v", res)
 	}
@@ -236,17 +252,17 @@ func TestPythonREPL(t *testing.T) {
 	term := newTerm(t, Options{})
 	// Python can take seconds to start on a loaded 2-core machine: keep
 	// reading in short steps until the prompt shows.
-	res, out := run(t, term, Request{Command: "python3 -q", SoftTimeout: 300 * time.Millisecond})
+	res, out := run(t, term, req{Command: "python3 -q", SoftTimeout: 300 * time.Millisecond})
 	out += readUntil(t, term, out, ">>> ")
 	if !strings.Contains(out, ">>> ") {
 		t.Fatalf("python3: %+v %q", res, out)
 	}
-	_, out = run(t, term, Request{Command: "print(6*7)", IsInput: true, SoftTimeout: 300 * time.Millisecond})
+	_, out = run(t, term, req{Command: "print(6*7)", IsInput: true, SoftTimeout: 300 * time.Millisecond})
 	out += readUntil(t, term, out, ">>> ")
 	if !strings.Contains(out, "42\n") {
 		t.Fatalf("REPL output %q", out)
 	}
-	res, _ = run(t, term, Request{Command: "C-d", IsInput: true})
+	res, _ = run(t, term, req{Command: "C-d", IsInput: true})
 	if res.Running || res.ExitCode != 0 {
 		t.Fatalf("exit REPL: %+v", res)
 	}
@@ -258,7 +274,7 @@ func readUntil(t *testing.T, term *Terminal, have, want string) string {
 	t.Helper()
 	var more strings.Builder
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(have+more.String(), want) && time.Now().Before(deadline); {
-		_, out := run(t, term, Request{SoftTimeout: 300 * time.Millisecond})
+		_, out := run(t, term, req{SoftTimeout: 300 * time.Millisecond})
 		more.WriteString(out)
 	}
 	return more.String()
@@ -359,7 +375,7 @@ func TestReset(t *testing.T) {
 	term := newTerm(t, Options{})
 	old := term.PID()
 	cmd(t, term, "export GONE=1")
-	res, out := run(t, term, Request{Reset: true, Command: `echo "GONE=$GONE"`})
+	res, out := run(t, term, req{Reset: true, Command: `echo "GONE=$GONE"`})
 	if !res.Rebuilt || res.PID == old || out != "GONE=\n" || !strings.Contains(res.Note, "reset requested") {
 		t.Fatalf("reset: %+v %q", res, out)
 	}
@@ -369,7 +385,7 @@ func TestPagersNeverTakeOver(t *testing.T) {
 	term := newTerm(t, Options{})
 	dir := t.TempDir()
 	script := "cd " + dir + " && git init -q && git -c user.email=a@b -c user.name=n commit -q --allow-empty -m first && git log --oneline | wc -l && git log"
-	res, out := run(t, term, Request{Command: script, SoftTimeout: 3 * time.Second})
+	res, out := run(t, term, req{Command: script, SoftTimeout: 3 * time.Second})
 	if res.Running || res.ExitCode != 0 || !strings.Contains(out, "first") {
 		t.Fatalf("git log: %+v %q", res, out)
 	}
@@ -398,7 +414,7 @@ func TestCloseLeavesNoStrays(t *testing.T) {
 			t.Errorf("pid %d survived Close", p)
 		}
 	}
-	if _, err := term.Run(context.Background(), Request{Command: "true"}, &bytes.Buffer{}); err != ErrClosed {
+	if _, err := term.Run(context.Background(), event.CmdRun{Command: "true"}, &bytes.Buffer{}); err != ErrClosed {
 		t.Errorf("Run after Close: %v", err)
 	}
 }
@@ -427,7 +443,7 @@ func TestConcurrentTerminalsDoNotCrossTalk(t *testing.T) {
 			defer term.Close()
 			for j := range 20 {
 				var out bytes.Buffer
-				if _, err := term.Run(context.Background(), Request{Command: fmt.Sprintf("export V=%d-%d; echo $V", i, j)}, &out); err != nil {
+				if _, err := term.Run(context.Background(), event.CmdRun{Command: fmt.Sprintf("export V=%d-%d; echo $V", i, j)}, &out); err != nil {
 					errs <- err
 					return
 				}
@@ -453,7 +469,7 @@ func TestConcurrentRunsOnOneTerminalAreSerialised(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var out bytes.Buffer
-			res, err := term.Run(context.Background(), Request{Command: fmt.Sprintf("echo %d", i)}, &out)
+			res, err := term.Run(context.Background(), event.CmdRun{Command: fmt.Sprintf("echo %d", i)}, &out)
 			if err != nil || res.ExitCode != 0 || out.String() != fmt.Sprintf("%d\n", i) {
 				t.Errorf("run %d: %v %+v %q", i, err, res, out.String())
 			}
@@ -466,11 +482,11 @@ func TestContextCancelLeavesCommandRunning(t *testing.T) {
 	term := newTerm(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	res, err := term.Run(ctx, Request{Command: "sleep 0.6; echo done"}, &bytes.Buffer{})
+	res, err := term.Run(ctx, event.CmdRun{Command: "sleep 0.6; echo done"}, &bytes.Buffer{})
 	if err == nil || !res.Running {
 		t.Fatalf("cancel: %v %+v", err, res)
 	}
-	res, out := run(t, term, Request{})
+	res, out := run(t, term, req{})
 	if res.Running || !strings.Contains(out, "done") {
 		t.Fatalf("after cancel: %+v %q", res, out)
 	}
@@ -503,7 +519,7 @@ func TestCloseDuringRun(t *testing.T) {
 	done := make(chan result, 1)
 	pid := term.PID()
 	go func() {
-		res, err := term.Run(context.Background(), Request{Command: "echo started; sleep 600"}, io.Discard)
+		res, err := term.Run(context.Background(), event.CmdRun{Command: "echo started; sleep 600"}, io.Discard)
 		done <- result{res, err}
 	}()
 	time.Sleep(300 * time.Millisecond)

@@ -59,7 +59,7 @@ func TestInitWrapped(t *testing.T) {
 	if res, out := cmd(t, term, "echo $$ $PPID"); res.PID != pid || out != strconv.Itoa(pid)+" "+strconv.Itoa(init)+"\n" {
 		t.Fatalf("echo $$ $PPID: %q %+v", out, res)
 	}
-	res, _ := run(t, term, Request{Command: "sleep 5", Timeout: 300 * time.Millisecond})
+	res, _ := run(t, term, req{Command: "sleep 5", Timeout: 300 * time.Millisecond})
 	if !res.TimedOut || res.Rebuilt || res.ExitCode != 130 || res.PID != pid {
 		t.Fatalf("hard timeout through the wrapper: %+v", res)
 	}
@@ -110,5 +110,26 @@ func TestStartedErrorFailsStart(t *testing.T) {
 	}
 	if pid == 0 || !gone(pid) {
 		t.Fatalf("started process %d survived the failed start", pid)
+	}
+}
+
+// TestWrappedUndeclared: a wrapper the terminal was not told about (bwrap
+// without InitWrapped) is seen through: bash is the foreground job of the
+// wrapper's session at the first prompt, and the terminal watches it.
+func TestWrappedUndeclared(t *testing.T) {
+	term := newTerm(t, Options{Prepare: wrapInSh})
+	pid := term.PID()
+	if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); string(comm) != "bash\n" {
+		t.Fatalf("PID() = %d is %q, want bash", pid, comm)
+	}
+	if res, out := cmd(t, term, "echo $$"); out != strconv.Itoa(pid)+"\n" || res.ExitCode != 0 {
+		t.Fatalf("echo $$: %q %+v", out, res)
+	}
+	res, _ := run(t, term, req{Command: "sleep 5", Timeout: 300 * time.Millisecond})
+	if !res.TimedOut || res.ExitCode != 130 || res.Rebuilt {
+		t.Fatalf("hard timeout: %+v", res)
+	}
+	if res, out := cmd(t, term, "PS1=; echo x"); out != "x\n" || res.ExitCode != 0 || !strings.Contains(res.Note, "repaired") {
+		t.Fatalf("repair through the wrapper: %q %+v", out, res)
 	}
 }

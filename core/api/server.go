@@ -261,6 +261,7 @@ func (s *Server) routes() {
 	s.route("/v1/outputs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.output})
 	s.route("/v1/approvals", map[string]http.HandlerFunc{http.MethodGet: s.listApprovals})
 	s.route("/v1/approvals/{session}/{seq}", map[string]http.HandlerFunc{http.MethodPost: s.decide})
+	s.route("/v1/hooks/reload", map[string]http.HandlerFunc{http.MethodPost: s.reloadHooks})
 	s.route("/healthz", map[string]http.HandlerFunc{http.MethodGet: s.health})
 	s.route("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.d.Metrics().Handler().ServeHTTP})
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -454,6 +455,15 @@ type ApprovalList struct {
 // Decision is the body of POST /v1/approvals/{session}/{seq}.
 type Decision struct {
 	Approve bool `json:"approve"`
+}
+
+func (s *Server) reloadHooks(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.d.ReloadHooks()
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"reloaded": rep})
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {

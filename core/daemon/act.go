@@ -113,6 +113,15 @@ func (d *Daemon) actionDone(r pipeline.Result, err error) {
 // than asked (a page); the result's To says where it stopped.
 func (d *Daemon) ReadLines(ctx context.Context, outputID string, from, to int) (trim.Lines, error) {
 	l, err := d.outputs.ReadLines(ctx, outputID, from, to)
+	if r, ok := d.hooks.(interface {
+		RedactPage(context.Context, string, string) (string, error)
+	}); ok && err == nil {
+		// Pages are shown as the model is shown outputs: redacted. A
+		// failing hook withholds the page rather than show a secret.
+		if l.Text, err = r.RedactPage(ctx, "", l.Text); err != nil {
+			return trim.Lines{}, fmt.Errorf("output %s: withheld, a redaction hook failed: %w", outputID, err)
+		}
+	}
 	switch {
 	case errors.Is(err, trim.ErrNotFound), errors.Is(err, trim.ErrInvalidID):
 		return l, fmt.Errorf("%w: output %s", ErrNotFound, outputID)

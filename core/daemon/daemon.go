@@ -15,6 +15,7 @@ import (
 	"github.com/harnessd/harnessd/core/pipeline"
 	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/sandbox/cgroup"
+	"github.com/harnessd/harnessd/core/session"
 	"github.com/harnessd/harnessd/core/session/record"
 	"github.com/harnessd/harnessd/core/trim"
 )
@@ -50,8 +51,13 @@ type Options struct {
 	Metrics *Metrics // nil: a new one
 	Logger  *slog.Logger
 	// Hooks are the policies every action passes through (the Lua
-	// engine, adapted by cmd/harnessd/serve); nil allows everything.
+	// engine, adapted by cmd/harnessd/serve); nil allows everything. If
+	// Hooks also has SessionEvent and RedactPage (hooks.Pipeline), session
+	// starts and ends are given to it and output pages are redacted by it.
 	Hooks pipeline.Hooks
+	// ReloadHooks, if set, loads the hook files again (SIGHUP, POST
+	// /v1/hooks/reload) and reports what is loaded now.
+	ReloadHooks func() (any, error)
 	// ProxyHosts maps host names to addresses for every session's egress
 	// proxy (network = "proxy"), trusted as given: for tests, and for
 	// embedders pointing a name at a local mirror.
@@ -61,12 +67,14 @@ type Options struct {
 // Daemon owns the live sessions: it creates them, runs their actions one
 // at a time each, and records every step in the store through its bus.
 type Daemon struct {
-	cfgMu   sync.RWMutex
-	cfg     config.Config // read with conf(); Reload replaces it
-	st      Store
-	outputs trim.OutputStore
-	bus     *event.Bus
-	pipe    *pipeline.Pipeline
+	cfgMu       sync.RWMutex
+	cfg         config.Config // read with conf(); Reload replaces it
+	st          Store
+	outputs     trim.OutputStore
+	bus         *event.Bus
+	pipe        *pipeline.Pipeline
+	hooks       pipeline.Hooks
+	reloadHooks func() (any, error)
 	// approvals holds the actions hooks asked a person about.
 	approvals *approvals
 	dataDir   string
@@ -128,6 +136,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	}
 	d.approvals = newApprovals(func() time.Duration { return d.conf().Hooks.AskTimeout.Duration })
 	d.pipe = pipeline.New(pipeline.Options{Done: d.actionDone, Approver: d.approvals, Hooks: opts.Hooks})
+	d.hooks, d.reloadHooks = opts.Hooks, opts.ReloadHooks
 	if w, ok := opts.Store.(WriteChecker); ok {
 		d.metrics.watchStore(w.WriteErr)
 	}
@@ -282,6 +291,34 @@ func (d *Daemon) Reload(c config.Config) (applied, restart []string) {
 	}
 	d.cfg = next
 	return applied, restart
+}
+
+// ReloadHooks loads the hook files again; on an error the previous set
+// stays active. The result says what is loaded.
+func (d *Daemon) ReloadHooks() (any, error) {
+	if d.reloadHooks == nil {
+		return nil, fmt.Errorf("%w: this harnessd runs no hooks", ErrBadRequest)
+	}
+	r, err := d.reloadHooks()
+	if err != nil {
+		d.log.Error("hooks not reloaded; the previous set stays active", "err", err)
+		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	d.log.Info("hooks reloaded", "report", r)
+	return r, nil
+}
+
+// sessionHook tells the hooks a session started or is ending.
+func (d *Daemon) sessionHook(ctx context.Context, s *session.Session, name string) {
+	h, ok := d.hooks.(interface {
+		SessionEvent(context.Context, *session.Session, string) error
+	})
+	if !ok {
+		return
+	}
+	if err := h.SessionEvent(ctx, s, name); err != nil {
+		d.log.Warn("session hook failed", "session", s.ID(), "event", name, "err", err)
+	}
 }
 
 // Grace is daemon.shutdown_grace as configured now.

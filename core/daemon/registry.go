@@ -136,6 +136,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	}
 	d.live[id] = ls
 	d.mu.Unlock()
+	d.sessionHook(ctx, ls.sess, "session.start")
 	d.log.Info("session created", "session", id, "workspace", ls.workspace, "pid", ls.sess.PID())
 	rec.LastSeq = 1
 	return d.info(rec, ls), nil
@@ -286,6 +287,7 @@ func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, rea
 	if ls.proxy != nil {
 		ls.proxy.close()
 	}
+	d.sessionHook(ctx, ls.sess, "session.end")
 	if err := d.pipe.Flush(ctx, ls.sess); err != nil {
 		d.log.Warn("session end: an observation is still unrecorded", "session", id, "err", err)
 	}

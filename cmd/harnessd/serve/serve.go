@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/systemd"
+	"github.com/harnessd/harnessd/hooks"
 	"github.com/harnessd/harnessd/store"
 )
 
@@ -122,7 +124,17 @@ func Run(ctx context.Context, opts Options) error {
 	} else if a, ok := ln.Addr().(*net.UnixAddr); ok {
 		socket = a.Name
 	}
-	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Store: st, Outputs: st.Outputs(), DataDir: dataDir, Metrics: metrics, Logger: log, ProxyHosts: opts.ProxyHosts})
+	eng, err := loadHooks(cfg.Hooks, log)
+	if err != nil {
+		closeLn()
+		return err
+	}
+	dopts := daemon.Options{Config: cfg, Store: st, Outputs: st.Outputs(), DataDir: dataDir, Metrics: metrics, Logger: log, ProxyHosts: opts.ProxyHosts}
+	if eng != nil {
+		dopts.Hooks = &hooks.Pipeline{Engine: eng, Outputs: st.Outputs(), Logger: log}
+		dopts.ReloadHooks = func() (any, error) { return eng.Reload() }
+	}
+	d, err := daemon.New(ctx, dopts)
 	if err != nil {
 		closeLn()
 		return err
@@ -230,10 +242,36 @@ func reload(load func() (config.Config, error), d *daemon.Daemon, srv *api.Serve
 		return
 	}
 	applied, restart := d.Reload(cfg)
+	if _, err := d.ReloadHooks(); err != nil && !errors.Is(err, daemon.ErrBadRequest) {
+		log.Error("SIGHUP: hooks not reloaded", "err", err)
+	}
 	dm := cfg.Daemon
 	srv.SetLimits(api.AllowUsers(dm.AllowUIDs, dm.AllowGIDs), int64(dm.MaxBody), dm.BodyTimeout.Duration, dm.MaxConnsPerPeer)
 	if len(restart) > 0 {
 		log.Warn("SIGHUP: these settings changed but take effect only after a restart", "keys", restart)
 	}
 	log.Info("SIGHUP: configuration reloaded", "applied", applied)
+}
+
+// loadHooks loads the hook files harness.toml names: the built-in policies
+// (hooks.builtin), then hooks.dirs in order. None at all: nil. A file that
+// does not load stops the start, naming it with its line.
+func loadHooks(hc config.Hooks, log *slog.Logger) (*hooks.Engine, error) {
+	var dirs []hooks.Dir
+	if hc.Builtin {
+		dirs = append(dirs, hooks.Builtin)
+	}
+	for _, p := range hc.Dirs {
+		dirs = append(dirs, hooks.Dir{Path: p, FailOpen: slices.Contains(hc.FailOpen, p)})
+	}
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	eng, err := hooks.Load(hooks.Options{Dirs: dirs, Budget: hc.Budget.Duration, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("hooks: %w", err)
+	}
+	r := eng.Report()
+	log.Info("hooks loaded", "files", len(r.Files), "handlers", r.Handlers)
+	return eng, nil
 }

@@ -25,7 +25,12 @@ const MaxTestOutput = 64 << 20
 // A file that does not load is an error (naming file:line); a verdict,
 // even veto, is not.
 func Test(ctx context.Context, path string, command string, output io.Reader, w io.Writer) error {
-	e, err := Load(Options{Dirs: []Dir{{Path: path}}})
+	return TestDir(ctx, Dir{Path: path}, command, output, w)
+}
+
+// TestDir is Test for any Dir, such as Builtin.
+func TestDir(ctx context.Context, dir Dir, command string, output io.Reader, w io.Writer) error {
+	e, err := Load(Options{Dirs: []Dir{dir}})
 	if err != nil {
 		return err
 	}

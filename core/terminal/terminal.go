@@ -381,7 +381,7 @@ func (t *Terminal) start(ctx context.Context) error {
 	t.cut.reset()
 	t.disp.reset()
 	t.cleaner.Reset(&t.sink)
-	if err := os.WriteFile(t.files.rc, []byte(t.rcText()), 0o600); err != nil {
+	if err := writeCtl(t.files.rc, []byte(t.rcText())); err != nil {
 		return fmt.Errorf("write shell rc: %w", err)
 	}
 	sh, err := startShell(&t.opts, t.files.rc)
@@ -800,13 +800,13 @@ func (t *Terminal) sendFile(cmd string) error {
 	text := cmd
 	line := " \\. " + shellQuote(t.files.cmd) + "\n"
 	if t.last.opt("xtrace") {
-		if err := os.WriteFile(t.files.status, fmt.Appendf(nil, "return %d\n", t.last.ExitCode), 0o600); err != nil {
+		if err := writeCtl(t.files.status, fmt.Appendf(nil, "return %d\n", t.last.ExitCode)); err != nil {
 			return fmt.Errorf("write command: %w", err)
 		}
 		text = "{ set -x; \\. " + shellQuote(t.files.status) + "; } 2>/dev/null; " + cmd
 		line = " { set +x; } 2>/dev/null; \\. " + shellQuote(t.files.cmd) + "\n"
 	}
-	if err := os.WriteFile(t.files.cmd, []byte(text), 0o600); err != nil {
+	if err := writeCtl(t.files.cmd, []byte(text)); err != nil {
 		return fmt.Errorf("write command: %w", err)
 	}
 	return t.typeLine(line)
@@ -1003,7 +1003,7 @@ func (t *Terminal) raiseNofile(ctx context.Context, k *call, cur uint64) error {
 // something of its own at the prompt.
 func (t *Terminal) restoreStatus(ctx context.Context) error {
 	want := t.last.ExitCode
-	if err := os.WriteFile(t.files.status, fmt.Appendf(nil, "return %d\n", want), 0o600); err != nil {
+	if err := writeCtl(t.files.status, fmt.Appendf(nil, "return %d\n", want)); err != nil {
 		return err
 	}
 	_, _, err := t.typeAndWait(ctx, " \\. "+shellQuote(t.files.status)+"\n")
@@ -1275,7 +1275,7 @@ func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
 	if cur := t.sh.nofileLimit(); t.sh.nofile > 0 && cur < 16 && cur < t.sh.nofile {
 		fixes = append([]string{fmt.Sprintf("ulimit -S -n %d", t.sh.nofile)}, fixes...)
 	}
-	if err := os.WriteFile(t.files.fix, []byte(strings.Join(fixes, "\n")+"\nreturn \"$1\"\n"), 0o600); err != nil {
+	if err := writeCtl(t.files.fix, []byte(strings.Join(fixes, "\n")+"\nreturn \"$1\"\n")); err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("write repair: %w", err)
 	}
 	m, ok, err := t.typeAndWait(ctx, " \\. "+shellQuote(t.files.fix)+" \"$?\"\n")
@@ -1736,4 +1736,16 @@ func sigName(s syscall.Signal) string {
 		return "SIGKILL"
 	}
 	return s.String()
+}
+
+// writeCtl writes one of the shell's control files, readable by all: the
+// control directory is the gate (0700, owned by the sandbox's user when
+// the shell runs as one), and a sandboxed bash runs as a user who is not
+// the daemon's, so a file only the daemon could read would be unreadable
+// to it ("bash: Permission denied" for every sourced command).
+func writeCtl(path string, data []byte) error {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644) // an older file keeps its mode through WriteFile
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/hooks"
 	"github.com/harnessd/harnessd/store"
 )
 
@@ -31,6 +32,10 @@ const Usage = `usage: harnessd <command> [flags]
 daemon:
   serve [--config FILE] [--socket PATH] [--data DIR]   run the daemon
   demo [--config FILE]          start a daemon on a temporary socket, run a scripted task through its API, print every event
+  hooks test PATH --command CMD [--output FILE]
+                                what the Lua policies at PATH (a file or a directory; "builtin" for the
+                                shipped ones) decide about CMD: veto, ask, rewrite or allow, with the hook
+                                and reason; with --output, what they make of that output
   store compact [--config FILE] [--data DIR]
                                 rewrite the store file without the space deleted sessions left (bbolt never
                                 shrinks its file); run it while the daemon is stopped
@@ -82,6 +87,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return env.Demo(ctx, args[1:])
 	case "store":
 		return c.store(args[1:])
+	case "hooks":
+		return c.hooks(args[1:])
 	case "session":
 		return c.session(args[1:])
 	case "exec":
@@ -221,6 +228,44 @@ func (c *cmd) serve(args []string) int {
 	if err := serve.Run(c.ctx, serve.Options{Config: cfg, Logger: log, Reload: load}); err != nil {
 		log.Error("harnessd serve failed", "err", err)
 		return 1
+	}
+	return 0
+}
+
+// hooks runs `hooks test`: policies tried without a running agent.
+func (c *cmd) hooks(args []string) int {
+	if len(args) == 0 || args[0] != "test" {
+		return c.usage("hooks: want `hooks test PATH --command CMD [--output FILE]`")
+	}
+	c.name = "hooks test"
+	fs := flag.NewFlagSet("harnessd hooks test", flag.ContinueOnError)
+	fs.SetOutput(c.env.Stderr)
+	command := fs.String("command", "", "the command an agent would run")
+	output := fs.String("output", "", "a file holding an output to show the observation hooks")
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		return c.usage("want one PATH: a .lua file, a directory of them, or builtin")
+	}
+	var out io.Reader
+	if *output != "" {
+		f, err := os.Open(*output)
+		if err != nil {
+			return c.fail(err)
+		}
+		defer f.Close()
+		out = f
+	}
+	path := pos[0]
+	if path == "builtin" {
+		err = hooks.TestDir(c.ctx, hooks.Builtin, *command, out, c.env.Stdout)
+	} else {
+		err = hooks.Test(c.ctx, path, *command, out, c.env.Stdout)
+	}
+	if err != nil {
+		return c.fail(err)
 	}
 	return 0
 }

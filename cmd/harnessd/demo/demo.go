@@ -49,6 +49,8 @@ type act struct {
 	replies []daemon.Reply               // model replies, in order (a malformed one, then its fix)
 	want    string                       // what the act shows, printed when it holds
 	ok      func(o event.CmdOutput) bool // whether it holds
+	// vetoed, if set, must hold of the hook_veto one of the replies got.
+	vetoed func(v event.HookVeto) bool
 }
 
 func text(s string) daemon.Reply { return daemon.Reply{Text: s} }
@@ -137,7 +139,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	acts := []act{
 		{
 			title:   "Act 1 · create a workspace and export a variable",
-			replies: []daemon.Reply{text("I'll set things up.\n```bash\nmkdir -p project && cd project && export ENV_KEY=harnessd && echo READY\n```")},
+			replies: []daemon.Reply{text("I'll set things up.\n```bash\nmkdir -p project && cd project && export PROJECT_ENV=harnessd && echo READY\n```")},
 			want:    "exit 0, cwd <workspace>/project, output READY",
 			ok: func(o event.CmdOutput) bool {
 				pid = o.PID
@@ -146,15 +148,15 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 		},
 		{
 			title:   "Act 2 · the next command sees the same directory and variable",
-			replies: []daemon.Reply{text("```bash\npwd && echo \"ENV_KEY=$ENV_KEY\" && echo \"shell=$$\"\n```")},
-			want:    "cwd and ENV_KEY inherited by the same shell",
+			replies: []daemon.Reply{text("```bash\npwd && echo \"PROJECT_ENV=$PROJECT_ENV\" && echo \"shell=$$\"\n```")},
+			want:    "cwd and PROJECT_ENV inherited by the same shell",
 			ok: func(o event.CmdOutput) bool {
 				lines := strings.Split(o.Output, "\n")
 				if len(lines) < 3 {
 					return false
 				}
 				shellPID = lines[2]
-				return strings.HasSuffix(lines[0], "/project") && lines[1] == "ENV_KEY=harnessd" && o.PID == pid
+				return strings.HasSuffix(lines[0], "/project") && lines[1] == "PROJECT_ENV=harnessd" && o.PID == pid
 			},
 		},
 		{
@@ -187,7 +189,17 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 			},
 		},
 		{
-			title:   "Act 6 · `sleep 5` under a 0.3 s hard timeout (a tool call) is interrupted; the shell survives",
+			title: "Act 6 · a guardrail: `sudo rm -rf /` is vetoed by a Lua policy before it is recorded as run; the model corrects itself",
+			replies: []daemon.Reply{
+				text("Let me clean up everything:\n```bash\nsudo rm -rf /\n```"),
+				text("That was refused. Cleaning up only the build directory:\n```bash\nrm -rf ./build && echo cleaned\n```"),
+			},
+			want:   "hook_veto naming the policy, then the narrower command ran",
+			ok:     func(o event.CmdOutput) bool { return o.ExitCode == 0 && o.Output == "cleaned\n" },
+			vetoed: func(v event.HookVeto) bool { return strings.Contains(v.Hook, "dangerous.lua") },
+		},
+		{
+			title:   "Act 7 · `sleep 5` under a 0.3 s hard timeout (a tool call) is interrupted; the shell survives",
 			replies: []daemon.Reply{{Tool: "execute_bash", Arguments: []byte(`{"command": "sleep 5", "timeout": 0.3}`)}},
 			want:    "timed out and interrupted; same shell",
 			ok: func(o event.CmdOutput) bool {
@@ -195,7 +207,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 			},
 		},
 		{
-			title:   "Act 7 · the shell is still the same one",
+			title:   "Act 8 · the shell is still the same one",
 			replies: []daemon.Reply{text("```bash\necho \"shell=$$ cwd=$PWD\"\n```")},
 			want:    "same shell and cwd after all of the above",
 			ok: func(o event.CmdOutput) bool {
@@ -205,9 +217,9 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	}
 	if info.Workspace != "" && cfg.Sandbox.Driver == config.DriverNative {
 		acts = append(acts, act{
-			title: "Act 8 · the sandbox: secrets unreadable, system read-only, no network, host untouched",
+			title: "Act 9 · the sandbox: secrets unreadable, system read-only, no network, host untouched",
 			replies: []daemon.Reply{text("```bash\n" +
-				"cat /etc/shadow >/dev/null 2>&1 && echo shadow-read || echo shadow-denied\n" +
+				"test -r /etc/shadow && echo shadow-read || echo shadow-denied\n" +
 				"touch /usr/harnessd-was-here 2>/dev/null && echo usr-written || echo usr-read-only\n" +
 				"(exec 3<>/dev/tcp/1.1.1.1/80) 2>/dev/null && echo net-open || echo net-none\n" +
 				"echo from-the-sandbox > note.txt && echo wrote-workspace\n```")},
@@ -226,6 +238,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	for _, a := range acts {
 		p.f("\n──────── %s ────────\n", a.title)
 		var last *event.CmdOutput
+		vetoed := false
 		for _, reply := range a.replies {
 			shown := reply.Text
 			if reply.Tool != "" {
@@ -243,6 +256,9 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 				}
 			}
 			if res.Observation != nil {
+				if v, ok := res.Observation.Payload.(event.HookVeto); ok && a.vetoed != nil && a.vetoed(v) {
+					vetoed = true
+				}
 				if o, ok := res.Observation.Payload.(event.CmdOutput); ok {
 					last = &o
 					if o.Trimmed != nil && o.Trimmed.LinesTotal > 100000 {
@@ -255,6 +271,9 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 			}
 		}
 		switch {
+		case a.vetoed != nil && !vetoed:
+			p.f("  ✗ expected a hook_veto\n")
+			failed = append(failed, a.title+": no veto")
 		case last == nil:
 			failed = append(failed, a.title+": no command ran")
 		case a.ok(*last):
@@ -396,6 +415,8 @@ func (p *printer) event(e event.Event) {
 		p.cmdOutput(head, e.Cause, pl)
 	case event.InvalidAction:
 		p.f("%s %s\n        guidance: %s\n", head, pl.Reason, oneLine(pl.Guidance, 150))
+	case event.HookVeto:
+		p.f("%s (answers #%d) %s: %s\n", head, e.Cause, pl.Hook, oneLine(pl.Reason, 100))
 	case event.Message:
 		p.f("%s %s\n", head, oneLine(pl.Text, 90))
 	case event.Finish:

@@ -789,3 +789,98 @@ func TestSlowClients(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestInterruptNotQueued: C-c from a second client reaches a command that
+// another call is waiting on at once, instead of waiting behind it; the
+// waiting call then returns what the interrupt caused. Reads never wait.
+func TestInterruptNotQueued(t *testing.T) {
+	td := startDaemon(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "i"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan event.CmdOutput, 1)
+	go func() {
+		ev, _ := td.cl.Act(ctx, "i", event.SourceAgent, event.CmdRun{Command: "while :; do echo tick; sleep 0.1; done"})
+		o, _ := ev.Payload.(event.CmdOutput)
+		done <- o
+	}()
+	time.Sleep(700 * time.Millisecond)
+	begin := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if info, err := td.cl.Session(rctx, "i"); err != nil || info.PID == 0 {
+		t.Fatalf("reading a session while its command runs: %+v %v", info, err)
+	}
+	ev, err := td.cl.Act(ctx, "i", event.SourceUser, event.CmdRun{Command: "C-c", IsInput: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := ev.Payload.(event.CmdOutput); !ok || !strings.Contains(o.Note, "sent") {
+		t.Fatalf("the keys' answer: %+v", ev)
+	}
+	select {
+	case o := <-done:
+		if o.ExitCode == -1 || !strings.Contains(o.Output, "tick") {
+			t.Errorf("the interrupted loop: %+v", o)
+		}
+		if d := time.Since(begin); d > 10*time.Second {
+			t.Errorf("the waiting call returned %v after C-c", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("C-c from a second client did not end the loop")
+	}
+	if out := run(t, td.cl, "i", "echo after"); out.Output != "after\n" {
+		t.Fatalf("after: %+v", out)
+	}
+}
+
+// TestShutdownGraceForRunningCommands: a command still running after its
+// call returned at the soft timeout gets the shutdown grace too; its
+// output is recorded, and each session's reason says what happened to it.
+func TestShutdownGraceForRunningCommands(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Terminal.SoftTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	cfg.Daemon.ShutdownGrace = config.Duration{Duration: 4 * time.Second}
+	td := startDaemon(t, cfg)
+	ctx := context.Background()
+	for id, cmd := range map[string]string{"late": "sleep 1.5; echo done-late", "long": "sleep 100"} {
+		if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if out := run(t, td.cl, id, cmd); out.ExitCode != -1 {
+			t.Fatalf("%s: want it still running at the soft timeout: %+v", id, out)
+		}
+	}
+	begin := time.Now()
+	if err := td.shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begin); d < 3*time.Second || d > 15*time.Second {
+		t.Errorf("shutdown took %v with a 4s grace and a command that never ends", d)
+	}
+	st, err := store.Open(filepath.Join(cfg.Daemon.DataDir, "harnessd.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for id, want := range map[string]string{"late": "finished within the grace period", "long": "was interrupted"} {
+		var late bool
+		var stopped string
+		st.Read(ctx, id, 0, func(ev event.Event) error {
+			switch p := ev.Payload.(type) {
+			case event.CmdOutput:
+				late = late || strings.Contains(p.Output, "done-late")
+			case event.SandboxStopped:
+				stopped = p.Reason
+			}
+			return nil
+		})
+		if !strings.Contains(stopped, want) {
+			t.Errorf("%s: sandbox_stopped %q, want it to say %q", id, stopped, want)
+		}
+		if id == "late" && !late {
+			t.Errorf("late: the output printed during the grace was not recorded")
+		}
+	}
+}

@@ -139,6 +139,11 @@ type Terminal struct {
 	// KillGrace is the wait between SIGINT, SIGKILL and rebuilding.
 	KillGrace Duration `toml:"kill_grace"`
 
+	// MaxWait bounds one call, whatever the program prints: a command
+	// that keeps printing (top, tail -f) returns with what it printed so
+	// far and exit code -1 ("still running") after this long.
+	MaxWait Duration `toml:"max_wait"`
+
 	// Cols and Rows are the PTY's window size, each 10..1000.
 	Cols int `toml:"cols"`
 	Rows int `toml:"rows"`
@@ -213,6 +218,7 @@ func Default() Config {
 			SoftTimeout: Duration{10 * time.Second},
 			HardTimeout: Duration{30 * time.Minute},
 			KillGrace:   Duration{2 * time.Second},
+			MaxWait:     Duration{30 * time.Second},
 			Cols:        200,
 			Rows:        50,
 			Env:         map[string]string{},

@@ -49,8 +49,8 @@ func TestDefaultFileHasEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := settings(reflect.TypeFor[Config](), nil)
-	if len(keys) != 40 {
-		t.Errorf("Config has %d settings, this test expects 40: check the list below still means something", len(keys))
+	if len(keys) != 41 {
+		t.Errorf("Config has %d settings, this test expects 41: check the list below still means something", len(keys))
 	}
 	lines := strings.Split(string(data), "\n")
 	at := keyLines(string(data))
@@ -127,6 +127,7 @@ durability = "batch"
 			SoftTimeout: Duration{90 * time.Second},
 			HardTimeout: Duration{2 * time.Hour},
 			KillGrace:   Duration{500 * time.Millisecond},
+			MaxWait:     Duration{30 * time.Second},
 			Cols:        80,
 			Rows:        24,
 			Env:         map[string]string{"GOFLAGS": "-mod=mod", "odd name": "x"},

@@ -47,6 +47,7 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 		}
 	}
 	positive("terminal.kill_grace", t.KillGrace)
+	positive("terminal.max_wait", t.MaxWait)
 	window := func(key string, n int) {
 		if n < MinWindow || n > MaxWindow {
 			bad(key, "must be between %d and %d, got %d", MinWindow, MaxWindow, n)

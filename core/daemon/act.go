@@ -22,6 +22,18 @@ type ReplyResult = pipeline.ReplyResult
 // (message, finish), the action itself as recorded. Actions in one session
 // run one at a time, in arrival order; sessions never wait for each other.
 func (d *Daemon) Act(ctx context.Context, id string, src event.Source, p event.Payload) (event.Event, error) {
+	// Keys for a command another call is waiting on (C-c from a second
+	// client) are never queued behind that call: they go now.
+	if c, ok := p.(event.CmdRun); ok && c.IsInput && c.Command != "" {
+		if ls, busy := d.busy(id); busy {
+			defer d.inflight.Done()
+			res, err := d.pipe.Do(pipeline.KeysNow(ctx), ls.sess, src, p)
+			if res.Observation != nil {
+				return *res.Observation, err
+			}
+			return event.Event{}, err
+		}
+	}
 	res, err := d.do(ctx, id, func(ls *liveSession) (pipeline.Result, error) {
 		return d.pipe.Do(ctx, ls.sess, src, p)
 	})
@@ -69,6 +81,17 @@ func (d *Daemon) do(ctx context.Context, id string, fn func(*liveSession) (pipel
 	}
 	defer d.release(ls)
 	res, err := fn(ls)
+	if res.Observation != nil {
+		if o, ok := res.Observation.Payload.(event.CmdOutput); ok && res.Action.Kind() == event.KindCmdRun {
+			if o.ExitCode == -1 {
+				if c := res.Action.Payload.(event.CmdRun); !c.IsInput && c.Command != "" || ls.running.Load() == 0 {
+					ls.running.Store(res.Action.Seq)
+				}
+			} else {
+				ls.running.Store(0)
+			}
+		}
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, pipeline.ErrInvalid), errors.Is(err, pipeline.ErrNoExecutor):

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -321,6 +322,30 @@ func (d *Daemon) sessionHook(ctx context.Context, s *session.Session, name strin
 	}
 }
 
+// finish waits, within ctx, for a command that runs with no call waiting
+// on it, reading its output as a call would, and records what it printed
+// as a cmd_output answering seq. It reports whether the command ended.
+func (d *Daemon) finish(ctx context.Context, ls *liveSession, seq uint64) bool {
+	for ctx.Err() == nil && ls.sess.Running() {
+		out, _, err := ls.sess.Command(ctx, event.CmdRun{Command: ""})
+		if err != nil {
+			break
+		}
+		if out.ExitCode != -1 || out.Output != "" {
+			out.Note = strings.TrimSpace("Read during harnessd's shutdown grace. " + out.Note)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if _, err := ls.sess.Record(rctx, event.SourceRuntime, seq, out); err != nil {
+				d.log.Warn("shutdown: output not recorded", "session", ls.sess.ID(), "err", err)
+			}
+			cancel()
+		}
+		if out.ExitCode != -1 {
+			return true
+		}
+	}
+	return !ls.sess.Running()
+}
+
 // Grace is daemon.shutdown_grace as configured now.
 func (d *Daemon) Grace() time.Duration { return d.conf().Daemon.ShutdownGrace.Duration }
 
@@ -342,30 +367,35 @@ func (d *Daemon) Shutdown(ctx context.Context, grace time.Duration) error {
 
 	done := make(chan struct{})
 	go func() { d.inflight.Wait(); close(done) }()
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	finished := true
+	gctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
 	select {
 	case <-done:
-	case <-t.C:
-		finished = false
-	case <-ctx.Done():
-		finished = false
+	case <-gctx.Done():
 	}
 	d.mu.Lock()
 	live := d.live
 	d.live = map[string]*liveSession{}
 	d.mu.Unlock()
-	reason := "harnessd shut down (SIGTERM); the session's running command, if any, finished first"
-	if !finished {
-		reason = fmt.Sprintf("harnessd shut down (SIGTERM); a command still running after the %s grace period was interrupted", grace)
-	}
 	rctx := context.WithoutCancel(ctx)
 	var wg sync.WaitGroup
 	for id, ls := range live {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A command still running after its call returned (soft
+			// timeout, max wait) gets the rest of the grace too; its
+			// output meanwhile answers the cmd_run it belongs to.
+			reason := "harnessd shut down (SIGTERM); no command was running"
+			if seq := ls.running.Load(); seq != 0 && ls.sess.Running() {
+				if d.finish(gctx, ls, seq) {
+					reason = "harnessd shut down (SIGTERM); the session's running command finished within the grace period first"
+				} else {
+					reason = fmt.Sprintf("harnessd shut down (SIGTERM); the session's command, still running after the %s grace period (or a second signal), was interrupted", grace)
+				}
+			} else if gctx.Err() != nil && len(ls.turn) > 0 {
+				reason = fmt.Sprintf("harnessd shut down (SIGTERM); the session's command, still running after the %s grace period (or a second signal), was interrupted", grace)
+			}
 			d.end(rctx, id, ls, StateInterrupted, reason)
 		}()
 	}

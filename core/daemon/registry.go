@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harnessd/harnessd/core/config"
@@ -30,6 +31,10 @@ type liveSession struct {
 	gone      chan struct{} // closed once sandbox_stopped is recorded
 	mu        sync.Mutex
 	ended     bool // Close has been called (under mu)
+	// running is the seq of the cmd_run whose last observation said
+	// "still running" (exit code -1), 0 when none: what shutdown's grace
+	// waits for.
+	running atomic.Uint64
 }
 
 // Info is a session as the API shows it.
@@ -300,6 +305,20 @@ func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, rea
 	close(ls.gone)
 	d.metrics.sessionsLive.Dec()
 	d.log.Info("session ended", "session", id, "state", state, "reason", reason)
+}
+
+// busy reports a live session whose turn is held by a call waiting on a
+// running command, counted as in flight (the caller calls
+// d.inflight.Done); otherwise nil and false, and nothing is counted.
+func (d *Daemon) busy(id string) (*liveSession, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ls := d.live[id]
+	if d.closing || ls == nil || len(ls.turn) == 0 || !ls.sess.Running() {
+		return nil, false
+	}
+	d.inflight.Add(1)
+	return ls, true
 }
 
 // acquire waits for a session's turn.

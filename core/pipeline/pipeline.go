@@ -382,9 +382,27 @@ func actionKinds() []event.Kind {
 	return ks
 }
 
+type keysNowKey struct{}
+
+// KeysNow marks ctx for an is_input cmd_run that must not wait for the
+// command a call is already waiting on (a C-c from a second client): its
+// keys go to the running program at once, and the waiting call reports
+// what they caused.
+func KeysNow(ctx context.Context) context.Context { return context.WithValue(ctx, keysNowKey{}, true) }
+
 // runCommand is cmd_run's executor: the session's shell.
 func runCommand(ctx context.Context, c *Call) (Outcome, error) {
 	cmd := c.Action.Payload.(event.CmdRun)
+	if now, _ := ctx.Value(keysNowKey{}).(bool); now && cmd.IsInput {
+		err := c.Session.SendKeys(ctx, cmd.Command)
+		out := event.CmdOutput{ExitCode: -1, Note: "The keys were sent to the running command at once; " +
+			"its output and exit code come with the observation of the call already waiting on it."}
+		if err != nil {
+			out.ExitCode = 0
+			out.Note = "The keys were not sent: " + err.Error()
+		}
+		return Outcome{Observation: out}, nil
+	}
 	out, tr, err := c.Session.Command(ctx, cmd)
 	return Outcome{Observation: out, Trim: &tr}, err
 }

@@ -25,6 +25,7 @@ func ConfigFrom(c config.Config, dir string) Config {
 			SoftTimeout: c.Terminal.SoftTimeout.Duration,
 			HardTimeout: c.Terminal.HardTimeout.Duration,
 			KillGrace:   c.Terminal.KillGrace.Duration,
+			MaxWait:     c.Terminal.MaxWait.Duration,
 			Cols:        c.Terminal.Cols,
 			Rows:        c.Terminal.Rows,
 		},

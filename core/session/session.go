@@ -172,6 +172,11 @@ func (s *Session) Command(ctx context.Context, c event.CmdRun) (event.CmdOutput,
 		Note:         res.Note,
 		ShellRebuilt: res.Rebuilt,
 	}
+	if res.Rebuilt && s.sb != nil {
+		// A rebuilt shell gets a fresh sandbox init over the same
+		// workspace: its private /tmp is new too.
+		out.Note = joinNote(out.Note, "In the sandbox, /tmp was wiped as well (the workspace is kept).")
+	}
 	if spillErr != nil {
 		// The command ran and the model still gets its view; say what is
 		// missing rather than lose the observation.
@@ -192,6 +197,16 @@ func (s *Session) Command(ctx context.Context, c event.CmdRun) (event.CmdOutput,
 	}
 	return out, tres, nil
 }
+
+// Running reports whether a command is still running in the shell (one
+// that returned at the soft timeout or max wait, say). It never waits for
+// a command.
+func (s *Session) Running() bool { return s.term.Running() }
+
+// SendKeys sends keys (terminal key syntax, no Enter added) to the command
+// running in the shell, at once, even while another call waits on it;
+// terminal.ErrNotRunning when none runs.
+func (s *Session) SendKeys(ctx context.Context, keys string) error { return s.term.SendKeys(ctx, keys) }
 
 // Close ends the session's shell and everything it started (if Stop has
 // not already), and records sandbox_stopped.

@@ -189,7 +189,22 @@ wait:
 	stopWatchdog()
 	wg.Wait()
 	srv.StopAccepting()
-	derr := d.Shutdown(context.Background(), d.Grace())
+	// A second SIGTERM or SIGINT during the grace period ends it, as
+	// systemd's and most daemons' users expect.
+	sctxGrace, endGrace := context.WithCancel(context.Background())
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		select {
+		case <-again:
+			log.Warn("second signal: ending the shutdown grace period now")
+			endGrace()
+		case <-sctxGrace.Done():
+		}
+	}()
+	derr := d.Shutdown(sctxGrace, d.Grace())
+	endGrace()
+	signal.Stop(again)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)

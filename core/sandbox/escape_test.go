@@ -148,6 +148,7 @@ func TestEscapes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, ".git/config"), []byte("original\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	giveTo(t, ws, DefaultUID, DefaultGID)
 	attacker := newBox(t, d, Spec{Workspace: ws, Limits: Limits{MemoryBytes: 256 << 20, TmpBytes: 8 << 20}})
 
 	shallow := []string{"/", "/root", "/var", "/usr/lib"}
@@ -301,6 +302,7 @@ func TestRmRfRoot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, ".git/config"), []byte("cfg\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	giveTo(t, ws, DefaultUID, DefaultGID) // as if the sandbox had made them
 	b := newBox(t, d, Spec{Workspace: ws})
 	b.must("echo work > file")
 	b.runTimeout("rm -rf --no-preserve-root / 2>/dev/null; true", time.Minute)
@@ -351,5 +353,20 @@ func TestForkBomb(t *testing.T) {
 	<-done
 	if st, _ := b.sb.Stats(t.Context()); st.Processes != 0 {
 		t.Errorf("%d processes left after Destroy", st.Processes)
+	}
+}
+
+// giveTo makes everything under dir (a workspace the test prepared as
+// root) the given user's, as if the sandbox had made it.
+func giveTo(t *testing.T, dir string, uid, gid int) {
+	t.Helper()
+	err := filepath.Walk(dir, func(p string, _ fs.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

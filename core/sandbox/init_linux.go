@@ -47,6 +47,7 @@ func runInit() int {
 	}
 	unix.CloseOnExec(fd)
 	sock := os.NewFile(uintptr(fd), "sandbox-init")
+
 	enc, dec := json.NewEncoder(sock), json.NewDecoder(sock)
 	fail := func(err error) int {
 		var ie *InitError
@@ -60,7 +61,13 @@ func runInit() int {
 	if err := dec.Decode(&cfg); err != nil {
 		return fail(initErr("read config", "", err))
 	}
-	if err := joinCgroups(cfg.CgroupJoin); err != nil {
+	// Nothing the init inherited may reach the shell: the sources lead
+	// out of the sandbox, and so may whatever the daemon itself inherited
+	// without close-on-exec (its own parent's descriptors).
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fail(initErr("close_range", "", err))
+	}
+	if err := joinCgroups(initSourceFD+cfg.Sources, cfg.CgroupJoin); err != nil {
 		return fail(err)
 	}
 	if err := setup(&cfg); err != nil {
@@ -97,22 +104,22 @@ func runInit() int {
 
 // joinCgroups moves this thread, the main one that later forks the shell,
 // into the sandbox's cgroup v1 groups by writing "0" to each tasks file
-// the daemon opened for it (fds initJoinFD on), then closes them. A thread
+// the daemon opened for it (fds first on), then closes them. A thread
 // moving itself needs no RCU grace period, as a move by pid does. The
 // main thread is the thread-group leader, whose group is the one the v1
 // memory controller charges the whole process's memory to; the init's
 // other threads stay outside, which only spares the sandbox's pids limit
 // the runtime's few threads.
-func joinCgroups(names []string) error {
-	var first error
+func joinCgroups(first int, names []string) error {
+	var err0 error
 	for i, name := range names {
-		fd := initJoinFD + i
-		if _, err := unix.Write(fd, []byte("0")); err != nil && first == nil {
-			first = initErr("join cgroup", name, err)
+		fd := first + i
+		if _, err := unix.Write(fd, []byte("0")); err != nil && err0 == nil {
+			err0 = initErr("join cgroup", name, err)
 		}
 		_ = unix.Close(fd)
 	}
-	return first
+	return err0
 }
 
 // setup builds the sandbox: the root filesystem, hostname, loopback and
@@ -124,9 +131,14 @@ func setup(cfg *initConfig) error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return initErr("prctl(PR_SET_DUMPABLE)", "", err)
 	}
-	proxyDir, err := buildRoot(cfg)
-	if err != nil {
+	if err := buildRoot(cfg); err != nil {
 		return err
+	}
+	// The host paths are bound; only the proxy's socket is still needed.
+	for fd := initSourceFD; fd < initSourceFD+cfg.Sources; fd++ {
+		if cfg.ProxySocket != fdPath(fd) {
+			_ = unix.Close(fd)
+		}
 	}
 	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
 		return initErr("sethostname", cfg.Hostname, err)
@@ -137,7 +149,7 @@ func setup(cfg *initConfig) error {
 		}
 	}
 	if cfg.ProxySocket != "" {
-		if err := startProxy(proxyDir, filepath.Base(cfg.ProxySocket)); err != nil {
+		if err := startProxy(cfg.ProxySocket); err != nil {
 			return err
 		}
 	}

@@ -141,11 +141,16 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
 	s := &nativeSandbox{d: d, spec: spec, dir: dir, ctl: filepath.Join(dir, "ctl"), root: filepath.Join(dir, "root")}
+	s.uid, s.gid = d.hostIDs(spec.Owner)
 	for _, p := range []string{s.ctl, s.root} {
 		if err := os.Mkdir(p, 0o700); err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 		}
+	}
+	if err := s.handOver(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
 	if d.opts.Cgroups != nil {
 		g, err := d.opts.Cgroups(spec.ID, spec.Limits)
@@ -155,10 +160,108 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		}
 		s.group = g
 	}
-	s.cfg = s.initConfig(hidden)
+	s.cfg = s.initConfig(hidden, sys)
 	s.enforced = s.enforcement()
 	d.opts.Logger.DebugContext(ctx, "sandbox created", "sandbox", spec.ID, "workspace", ws, "network", spec.Network, "limits", s.enforced)
 	return s, nil
+}
+
+// hostIDs are the host uid and gid the sandbox's root is mapped to: the
+// daemon's own when it is not root (the only ids it can map), else the
+// owner's unless that is root, else the driver's unprivileged ids.
+func (d *Native) hostIDs(owner *User) (uid, gid int) {
+	if os.Geteuid() != 0 {
+		return os.Geteuid(), os.Getegid()
+	}
+	uid, gid = d.opts.UID, d.opts.GID
+	if uid <= 0 {
+		uid = DefaultUID
+	}
+	if gid <= 0 {
+		gid = DefaultGID
+	}
+	if owner != nil && owner.UID > 0 {
+		uid = owner.UID
+		if owner.GID > 0 {
+			gid = owner.GID
+		}
+	}
+	return uid, gid
+}
+
+// handOver gives the sandbox's host user what it must own when that is
+// not the daemon's: the control directory (its shell reads the
+// terminal's files there), the proxy's socket (the init connects to it),
+// and the workspace directory itself when the daemon made it (owned by the
+// daemon and empty: it becomes the sandbox user's, mode 0700). A directory
+// with something in it keeps its owner and mode, and so does what is in
+// it: a workspace path that names a host directory by mistake (/etc) must
+// never be given away.
+func (s *nativeSandbox) handOver() error {
+	if s.uid == os.Geteuid() {
+		return nil
+	}
+	if err := os.Lchown(s.ctl, s.uid, s.gid); err != nil {
+		return err
+	}
+	if s.spec.Network == NetworkProxy {
+		if err := unix.Fchownat(unix.AT_FDCWD, s.spec.ProxySocket, s.uid, s.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &os.PathError{Op: "chown", Path: s.spec.ProxySocket, Err: err}
+		}
+	}
+	fd, err := unix.Open(s.spec.Workspace, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: s.spec.Workspace, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: s.spec.Workspace, Err: err}
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return nil // the user's own directory
+	}
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return os.NewSyscallError("dup", err)
+	}
+	d := os.NewFile(uintptr(dup), s.spec.Workspace)
+	names, _ := d.Readdirnames(1)
+	d.Close()
+	if len(names) > 0 {
+		return nil // not one the daemon just made
+	}
+	if err := unix.Fchown(fd, s.uid, s.gid); err != nil {
+		return &os.PathError{Op: "chown", Path: s.spec.Workspace, Err: err}
+	}
+	if err := unix.Fchmod(fd, 0o700); err != nil {
+		return &os.PathError{Op: "chmod", Path: s.spec.Workspace, Err: err}
+	}
+	return nil
+}
+
+// giveControlFiles makes the files the terminal has put in the control
+// directory the sandbox user's, so that its shell can read them (they are
+// bound read-only inside; the daemon writes them from outside).
+func (s *nativeSandbox) giveControlFiles() error {
+	if s.uid == os.Geteuid() {
+		return nil
+	}
+	f, err := os.Open(s.ctl)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := unix.Fchownat(int(f.Fd()), n, s.uid, s.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return &os.PathError{Op: "chown", Path: filepath.Join(s.ctl, n), Err: err}
+		}
+	}
+	return nil
 }
 
 func realDir(p string) (string, error) {
@@ -257,6 +360,8 @@ type nativeSandbox struct {
 	dir      string // state directory: ctl and root below it
 	ctl      string
 	root     string
+	uid, gid int      // the sandbox's root on the host
+	sources  []source // what the init inherits, open, from initSourceFD on
 	cfg      initConfig
 	group    Group
 	enforced []Enforced
@@ -307,14 +412,45 @@ func (s *nativeSandbox) Workdir() string    { return s.spec.Workdir }
 func (s *nativeSandbox) ControlDir() string { return s.ctl }
 func (s *nativeSandbox) InitWrapped() bool  { return true }
 
-func (s *nativeSandbox) initConfig(hidden []hiddenPath) initConfig {
+// source is what the daemon opens for the init, in Prepare.
+type source struct {
+	path string
+	how  int
+}
+
+// How a source is opened.
+const (
+	cloneTree    = iota // open_tree(OPEN_TREE_CLONE): the path's own mount
+	cloneTreeRec        // the same with its submounts
+	openPath            // an O_PATH descriptor (the proxy's socket)
+)
+
+// open opens one source as a descriptor the init inherits.
+func (src source) open() (*os.File, error) {
+	var fd int
+	var err error
+	switch src.how {
+	case openPath:
+		fd, err = unix.Open(src.path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	case cloneTree:
+		fd, err = unix.OpenTree(unix.AT_FDCWD, src.path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	default:
+		fd, err = unix.OpenTree(unix.AT_FDCWD, src.path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	}
+	if err != nil {
+		return nil, initErr("open_tree", src.path, err)
+	}
+	return os.NewFile(uintptr(fd), src.path), nil
+}
+
+// initConfig is the init's configuration but for the shell, and the
+// sources Prepare opens for it (s.sources). sys is the image's real path.
+func (s *nativeSandbox) initConfig(hidden []hiddenPath, sys string) initConfig {
 	cfg := initConfig{
 		ID:         s.spec.ID,
 		Root:       s.root,
-		Image:      s.spec.Image,
 		ReadOnly:   s.spec.ReadOnly,
 		Hidden:     hidden,
-		Workspace:  s.spec.Workspace,
 		Workdir:    s.spec.Workdir,
 		Protected:  s.spec.Protected,
 		ControlDir: s.ctl,
@@ -322,12 +458,33 @@ func (s *nativeSandbox) initConfig(hidden []hiddenPath) initConfig {
 		Hostname:   s.spec.Hostname,
 		NewNet:     s.spec.Network != NetworkHost,
 	}
+	// Clones where the init is not the daemon's user (see initConfig),
+	// else paths.
+	clones := s.uid != os.Geteuid()
+	add := func(path string, how int) Source {
+		if !clones && how != openPath {
+			return Source{Path: path}
+		}
+		s.sources = append(s.sources, source{path, how})
+		return Source{Path: path, Tree: initSourceFD + len(s.sources) - 1}
+	}
+	if clones {
+		// A root of its own, where the init can reach: the state
+		// directory is the daemon's.
+		cfg.Root = initRootMount
+	}
+	cfg.Workspace = add(s.spec.Workspace, cloneTreeRec)
+	cfg.ControlFrom = add(s.ctl, cloneTree)
 	if s.spec.Image != "" {
-		cfg.Image, _ = realDir(s.spec.Image)
+		cfg.Image = add(sys, cloneTreeRec)
+	}
+	for _, p := range s.spec.ReadOnly {
+		cfg.ReadOnlyFrom = append(cfg.ReadOnlyFrom, add(p, cloneTreeRec))
 	}
 	if s.spec.Network == NetworkProxy {
-		cfg.ProxySocket = s.spec.ProxySocket
+		cfg.ProxySocket = fdPath(add(s.spec.ProxySocket, openPath).Tree)
 	}
+	cfg.Sources = len(s.sources)
 	l := s.spec.Limits
 	var hard unix.Rlimit
 	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &hard)
@@ -393,11 +550,9 @@ func (s *nativeSandbox) enforcement() []Enforced {
 	}
 	pids := "not enforced: needs a cgroup (RLIMIT_NPROC does not bind uid 0, and this kernel's pid_max is global)"
 	switch {
-	case s.cfg.PidMax > 0 && os.Geteuid() == 0:
-		pids = fmt.Sprintf("pid namespace pid_max (at most %d live pids; RLIMIT_NPROC does not bind uid 0)", s.cfg.PidMax)
 	case s.cfg.PidMax > 0:
 		pids = fmt.Sprintf("rlimit RLIMIT_NPROC and pid namespace pid_max %d", s.cfg.PidMax)
-	case os.Geteuid() != 0:
+	default:
 		pids = "rlimit RLIMIT_NPROC"
 	}
 	e := []Enforced{
@@ -438,13 +593,27 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	if cfg.Shell.Dir == "" {
 		cfg.Shell.Dir = s.spec.Workdir
 	}
+	if err := s.giveControlFiles(); err != nil {
+		return fmt.Errorf("sandbox %s: control files: %w", s.spec.ID, err)
+	}
+	// The sources first (initSourceFD on), then the cgroup files.
 	var join []*os.File
+	for _, src := range s.sources {
+		f, err := src.open()
+		if err != nil {
+			closeAll(join)
+			return err
+		}
+		join = append(join, f)
+	}
 	if s.group != nil {
-		var err error
-		if join, err = s.group.JoinFiles(); err != nil {
+		files, err := s.group.JoinFiles()
+		if err != nil {
+			closeAll(join)
 			return fmt.Errorf("sandbox %s: %w", s.spec.ID, err)
 		}
-		for _, f := range join {
+		join = append(join, files...)
+		for _, f := range files {
 			cfg.CgroupJoin = append(cfg.CgroupJoin, f.Name())
 		}
 	}
@@ -468,7 +637,7 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	cmd.Args = []string{"harnessd", InitCommand}
 	cmd.Dir = ""
 	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1"}
-	cmd.ExtraFiles = append([]*os.File{l.child}, join...) // fds 3, then initJoinFD on
+	cmd.ExtraFiles = append([]*os.File{l.child}, join...) // fd 3, then the sources from initSourceFD, then the cgroup files
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -477,13 +646,19 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	if cfg.NewNet {
 		a.Cloneflags |= unix.CLONE_NEWNET
 	}
-	// One id inside, 0, is the daemon's own uid and gid outside (see the
-	// package doc): the sandbox owns exactly what the daemon owns, and
-	// setgroups is denied so groups cannot be dropped to get past a
-	// negative group permission.
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-	a.GidMappingsEnableSetgroups = false
+	// One id inside, 0, is one unprivileged uid and gid outside (see the
+	// package doc; the daemon's own when it is not root). The init
+	// becomes that 0 (the daemon's ids are not mapped, unless they are
+	// the sandbox's). Rootless, setgroups is denied, as the kernel
+	// demands, and the init keeps the daemon's user's groups. As root,
+	// the init clears the daemon's supplementary groups (host root's
+	// group must not follow it in); the shell, without CAP_SETGID, can
+	// change them no further.
+	rootless := os.Geteuid() != 0
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.uid, Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.gid, Size: 1}}
+	a.GidMappingsEnableSetgroups = !rootless
+	a.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: rootless}
 	a.Pdeathsig = syscall.SIGKILL
 	if s.group != nil {
 		l.prepared = s.group.Prepare(a) // else Started adds the init to v2

@@ -20,7 +20,22 @@ type NativeOptions struct {
 	// enforces memory, pids and CPU weight. Without it the driver falls
 	// back to rlimits (see Enforced).
 	Cgroups GroupFactory
+	// UID and GID are the host ids a sandbox's root is mapped to when the
+	// daemon runs as root and Spec.Owner names no user but root. Zero
+	// means DefaultUID and DefaultGID; never 0, which would make the
+	// agent's files host root's.
+	UID, GID int
 	// StartTimeout bounds how long the init may take to set up. Default 10s.
 	StartTimeout time.Duration
 	Logger       *slog.Logger
 }
+
+// DefaultUID and DefaultGID are the host ids of a sandbox's root when the
+// daemon runs as root and no other owner is known: one unprivileged id,
+// above the ranges useradd hands out to login users and as subordinate ids
+// (SUB_UID_MAX, 600100000 by default) and below 2^31, which some tools
+// still treat as signed. No account has it; `ls -l` shows the number.
+const (
+	DefaultUID = 0x7ff00000
+	DefaultGID = 0x7ff00000
+)

@@ -10,30 +10,54 @@ const initFDEnv = "_HARNESSD_SANDBOX_INIT_FD"
 
 // initConfig is everything the init needs, sent as one JSON value over its
 // socket before it starts.
+//
+// The init is the sandbox's user from its first instruction. Where that
+// is not the daemon's user (a root daemon), it cannot walk the daemon's
+// directories, and descriptors the daemon opens lead to mounts of the
+// daemon's namespace, which cannot be bound from. So the daemon clones
+// each host directory the sandbox gets (open_tree(OPEN_TREE_CLONE)) and
+// the init attaches the clones (move_mount): Source.Tree. A rootless
+// daemon may not clone mounts, and need not: its init is its own user and
+// binds by path.
 type initConfig struct {
-	ID          string
-	Root        string // host directory the new root tmpfs is mounted on, in the init's mount namespace
-	Image       string // "" for the host's system directories
-	ReadOnly    []string
-	Hidden      []hiddenPath // under etc: not world-readable, so covered
-	Workspace   string       // host path
-	Workdir     string
-	Protected   []string
-	ControlDir  string
-	TmpBytes    int64
-	Hostname    string
-	NewNet      bool
-	ProxySocket string // "" unless NetworkProxy
-	PidMax      int    // write the pid namespace's pid_max (0: leave it)
-	Rlimits     []Rlimit
-	// CgroupJoin names the cgroup files the init inherits from fd
-	// initJoinFD on, in order; its forking thread writes "0" to each.
+	ID           string
+	Root         string // the directory the new root tmpfs is mounted on, in the init's mount namespace
+	Image        Source // Path "" and Tree 0 for the host's system directories
+	ReadOnly     []string
+	ReadOnlyFrom []Source     // the source of each ReadOnly path
+	Hidden       []hiddenPath // under etc: not world-readable, so covered
+	Workspace    Source
+	Workdir      string
+	Protected    []string
+	ControlDir   string // where the control directory appears inside (its host path)
+	ControlFrom  Source
+	TmpBytes     int64
+	Hostname     string
+	NewNet       bool
+	ProxySocket  string // the proxy's socket as /proc/self/fd/N; "" unless NetworkProxy
+	PidMax       int    // write the pid namespace's pid_max (0: leave it)
+	Rlimits      []Rlimit
+	// Sources is how many descriptors (mount clones, the proxy socket)
+	// the init inherits from initSourceFD on; it closes them once the
+	// root is built, all but ProxySocket's.
+	Sources int
+	// CgroupJoin names the cgroup files the init inherits after the
+	// sources, in order; its forking thread writes "0" to each.
 	CgroupJoin []string
 	Shell      shellSpec
 }
 
-// initJoinFD is the first of the init's CgroupJoin files; its socket is 3.
-const initJoinFD = 4
+// Source is a host directory or file the init mounts: a detached clone
+// of its mount it inherited as descriptor Tree, or else Path, which it
+// binds from.
+type Source struct {
+	Path string
+	Tree int
+}
+
+// initSourceFD is the first of the init's inherited sources; its socket is
+// 3.
+const initSourceFD = 4
 
 // hiddenPath is a path under etc that the sandbox must not read.
 type hiddenPath struct {

@@ -3,22 +3,20 @@ package sandbox
 import (
 	"io"
 	"net"
-	"strconv"
 	"sync"
 )
 
 // startProxy listens on ProxyAddr inside the sandbox's network namespace
 // and forwards every connection to the daemon's proxy socket. The socket
-// is reached through dir, a descriptor of its directory opened before the
-// root was switched, so the sandbox's filesystem never shows the daemon's
-// run directory (and whatever else is in it). The init is not dumpable,
-// so the shell cannot borrow the descriptor through /proc/1/fd.
-func startProxy(dir int, name string) error {
+// is reached through target, /proc/self/fd/N of a descriptor of it the
+// daemon opened, so the sandbox's filesystem never shows the daemon's run
+// directory (and whatever else is in it). The init is not dumpable, so
+// the shell cannot borrow the descriptor through /proc/1/fd.
+func startProxy(target string) error {
 	ln, err := net.Listen("tcp", ProxyAddr)
 	if err != nil {
 		return initErr("listen", ProxyAddr, err)
 	}
-	target := "/proc/self/fd/" + strconv.Itoa(dir) + "/" + name
 	go func() {
 		for {
 			c, err := ln.Accept()

@@ -29,21 +29,25 @@ var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
 // keys and timers that say too much about the host.
 var procMasked = []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "kallsyms", "kmsg", "kpagecount", "kpageflags", "kpagecgroup", "acpi", "scsi", "asound", "config.gz"}
 
+// initRootMount is where an init that cannot walk the daemon's state
+// directory mounts its new root, in its own mount namespace: a directory
+// every host has, open to all. The host's /tmp is covered only there.
+const initRootMount = "/tmp"
+
 // roFlags are added to every read-only bind.
 const roFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
 
 // buildRoot makes the sandbox's root: a tmpfs holding read-only binds of
 // the system directories, the workspace (read-write, its protected paths
 // read-only), the control directory, /tmp, /proc and /dev; then switches
-// to it and forgets the host's. It returns a descriptor of the proxy
-// socket's directory (or -1).
-func buildRoot(cfg *initConfig) (int, error) {
+// to it and forgets the host's.
+func buildRoot(cfg *initConfig) error {
 	if err := mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return -1, err
+		return err
 	}
 	root := cfg.Root
 	if err := mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
-		return -1, err
+		return err
 	}
 	in := func(p string) string { return filepath.Join(root, p) }
 
@@ -51,10 +55,10 @@ func buildRoot(cfg *initConfig) (int, error) {
 	// remounted read-only, and they are removed before the switch.
 	emptyFile, emptyDir := in(".empty-file"), in(".empty-dir")
 	if err := writeFile(emptyFile, 0); err != nil {
-		return -1, err
+		return err
 	}
 	if err := mkdir(emptyDir, 0); err != nil {
-		return -1, err
+		return err
 	}
 	cover := func(target string, dir bool) error {
 		src := emptyFile
@@ -68,8 +72,23 @@ func buildRoot(cfg *initConfig) (int, error) {
 	}
 
 	submounts := false // a read-only bind brought submounts along
-	sys := cfg.Image
-	if sys == "" {
+	sys := cfg.Image.Path
+	switch {
+	case cfg.Image.Tree > 0:
+		// The image's clone is attached at a staging point in the new
+		// root, bound from, and detached again before the switch.
+		sys = in(".image")
+		if err := mkdir(sys, 0o700); err != nil {
+			return err
+		}
+		if err := unix.MoveMount(cfg.Image.Tree, "", unix.AT_FDCWD, sys, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return initErr("move_mount", cfg.Image.Path+" on "+sys, err)
+		}
+		defer func() {
+			_ = unix.Unmount(sys, unix.MNT_DETACH)
+			_ = unix.Rmdir(sys)
+		}()
+	case sys == "":
 		sys = "/"
 	}
 	for _, d := range systemDirs {
@@ -79,47 +98,47 @@ func buildRoot(cfg *initConfig) (int, error) {
 		case errors.Is(err, os.ErrNotExist):
 			continue
 		case err != nil:
-			return -1, initErr("lstat", src, err)
+			return initErr("lstat", src, err)
 		case fi.Mode()&os.ModeSymlink != 0:
 			link, err := os.Readlink(src)
 			if err != nil {
-				return -1, initErr("readlink", src, err)
+				return initErr("readlink", src, err)
 			}
 			if err := os.Symlink(link, in(d)); err != nil {
-				return -1, initErr("symlink", in(d), err)
+				return initErr("symlink", in(d), err)
 			}
 			continue
 		case !fi.IsDir():
 			continue
 		}
 		if err := mkdir(in(d), 0o755); err != nil {
-			return -1, err
+			return err
 		}
 		sub, err := bindRO(src, in(d))
 		if err != nil {
-			return -1, err
+			return err
 		}
 		submounts = submounts || sub
 	}
 	for _, h := range cfg.Hidden {
 		if err := cover(filepath.Join(in("etc"), h.Path), h.Dir); err != nil {
-			return -1, err
+			return err
 		}
 	}
 	// /tmp, /proc and /dev come before the binds at host paths, which may
 	// lie below them (a control directory under /tmp).
 	if err := mkdir(in("tmp"), 0o755); err != nil {
-		return -1, err
+		return err
 	}
 	if err := mount("tmpfs", in("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+strconv.FormatInt(cfg.TmpBytes, 10)); err != nil {
-		return -1, err
+		return err
 	}
 
 	if err := buildProc(in("proc"), cfg.PidMax, cover); err != nil {
-		return -1, err
+		return err
 	}
 	if err := buildDev(in("dev")); err != nil {
-		return -1, err
+		return err
 	}
 
 	// Mount points at paths the caller chose are made and opened with
@@ -127,21 +146,22 @@ func buildRoot(cfg *initConfig) (int, error) {
 	// -> /tmp) resolves inside it, never to the host's /tmp.
 	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, initErr("open", root, err)
+		return initErr("open", root, err)
 	}
 	defer unix.Close(rootFd)
 	roRoots := []string{}
 	for _, d := range systemDirs {
 		roRoots = append(roRoots, in(d))
 	}
-	for _, p := range cfg.ReadOnly {
-		fi, err := os.Stat(p)
+	for i, p := range cfg.ReadOnly {
+		from := cfg.ReadOnlyFrom[i]
+		fi, err := os.Stat(from.path())
 		if err != nil {
-			return -1, initErr("stat", p, err)
+			return initErr("stat", p, err)
 		}
-		real, sub, err := bindIn(rootFd, p, fi.IsDir(), p, bindReadOnly, roFlags)
+		real, sub, err := bindIn(rootFd, p, fi.IsDir(), from, bindReadOnly, roFlags)
 		if err != nil {
-			return -1, err
+			return err
 		}
 		roRoots = append(roRoots, real)
 		submounts = submounts || sub
@@ -150,17 +170,17 @@ func buildRoot(cfg *initConfig) (int, error) {
 	// The workspace, read-write but nosuid and nodev, and its protected
 	// paths read-only.
 	if _, _, err := bindIn(rootFd, cfg.Workdir, true, cfg.Workspace, bindRecursive, unix.MS_NOSUID|unix.MS_NODEV); err != nil {
-		return -1, err
+		return err
 	}
 	ws, err := openIn(rootFd, cfg.Workdir)
 	if err != nil {
-		return -1, initErr("open", cfg.Workdir, err)
+		return initErr("open", cfg.Workdir, err)
 	}
 	defer unix.Close(ws)
 	pinned := map[string]bool{}
-	for _, p := range cfg.Protected {
-		if err := protect(cfg.Workspace, ws, p, pinned); err != nil {
-			return -1, err
+	for _, p := range append(gitProtected(cfg.Workspace.path()), cfg.Protected...) {
+		if err := protect(cfg.Workspace.path(), ws, p, pinned); err != nil {
+			return err
 		}
 	}
 
@@ -168,51 +188,42 @@ func buildRoot(cfg *initConfig) (int, error) {
 	// and read-only: the terminal writes its files from the host side, the
 	// shell only reads them, and so `rm -rf /` cannot cut the terminal off
 	// from its shell.
-	if _, _, err := bindIn(rootFd, cfg.ControlDir, true, cfg.ControlDir, bindOnly, roFlags|unix.MS_NOEXEC); err != nil {
-		return -1, err
-	}
-
-	proxyDir := -1
-	if cfg.ProxySocket != "" {
-		fd, err := unix.Open(filepath.Dir(cfg.ProxySocket), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return -1, initErr("open", filepath.Dir(cfg.ProxySocket), err)
-		}
-		proxyDir = fd
+	if _, _, err := bindIn(rootFd, cfg.ControlDir, true, cfg.ControlFrom, bindOnly, roFlags|unix.MS_NOEXEC); err != nil {
+		return err
 	}
 
 	// Submounts that came along with a recursive bind are still writable:
 	// make every mount under a read-only directory read-only too.
 	if submounts {
 		if err := remountSubmounts(roRoots); err != nil {
-			return -1, err
+			return err
 		}
 	}
 	if err := os.Remove(emptyFile); err != nil {
-		return -1, initErr("remove", emptyFile, err)
+		return initErr("remove", emptyFile, err)
 	}
 	if err := os.Remove(emptyDir); err != nil {
-		return -1, initErr("remove", emptyDir, err)
+		return initErr("remove", emptyDir, err)
 	}
 
 	// pivot_root(".", ".") stacks the old root on the new one; unmounting
 	// "." then drops it (runc's way, which needs no directory for it).
 	if err := unix.Chdir(root); err != nil {
-		return -1, initErr("chdir", root, err)
+		return initErr("chdir", root, err)
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
-		return -1, initErr("pivot_root", root, err)
+		return initErr("pivot_root", root, err)
 	}
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return -1, initErr("umount2", "old root", err)
+		return initErr("umount2", "old root", err)
 	}
 	if err := unix.Chdir("/"); err != nil {
-		return -1, initErr("chdir", "/", err)
+		return initErr("chdir", "/", err)
 	}
 	if err := remount("/", roFlags); err != nil {
-		return -1, err
+		return err
 	}
-	return proxyDir, nil
+	return nil
 }
 
 // buildProc mounts a fresh /proc for the new pid namespace, sets its
@@ -314,8 +325,47 @@ func isTTY(fd int) bool {
 	return err == nil
 }
 
-// protect binds one path inside the workspace read-only over itself. It is
-// created first if missing. Every component is resolved with openat2
+// GitControl are the paths in a repository's .git directory from which a
+// git run on the host would take code to run or a place to take it from:
+// config (core.fsmonitor, core.hooksPath, aliases, filters, ...),
+// config.worktree, commondir (which moves config and hooks anywhere),
+// hooks, the other worktrees' gitdirs and the submodules' gitdirs. Each
+// init pins them read-only in the workspace's .git, missing ones as empty
+// (commondir as ".", .git itself: git refuses an empty one); everything else in .git
+// (objects, refs, HEAD, index, logs, packed-refs) stays writable, so
+// commits, branches and status work inside.
+var GitControl = []string{"config", "config.worktree", "commondir", "hooks/", "worktrees/", "modules/"}
+
+// created is what a missing protected file is created with: nothing, but
+// for those git reads and refuses empty.
+var created = map[string]string{".git/commondir": ".\n"}
+
+// gitProtected is what the git rule protects in the workspace at ws now:
+// the control paths of its .git directory, or a .git file (a worktree's
+// or a submodule's pointer to its gitdir) itself; nothing where there is
+// no .git, so that git init and git clone work inside.
+func gitProtected(ws string) []string {
+	fi, err := os.Lstat(filepath.Join(ws, ".git"))
+	switch {
+	case err != nil:
+		return nil
+	case fi.IsDir():
+		out := make([]string, len(GitControl))
+		for i, p := range GitControl {
+			out[i] = ".git/" + p
+		}
+		return out
+	case fi.Mode().IsRegular():
+		return []string{".git"}
+	}
+	return nil // a symlink: protect refuses what lies beyond it
+}
+
+// protect binds one path inside the workspace read-only over itself. Its
+// last component is created first if missing and its parent exists; a path
+// whose parent is missing (.git/config where there is no .git) is
+// skipped, and so is one the init may not create (in a directory that is
+// not the sandbox's: the shell may not create it either). Every component is resolved with openat2
 // beneath the workspace, refusing symlinks, so a link planted by the
 // agent in an earlier life of the sandbox (.git -> /etc) can neither make
 // the init create files outside the workspace nor bind a host directory
@@ -344,37 +394,50 @@ func protect(hostWS string, dstDir int, rel string, pinned map[string]bool) erro
 			return fd, err
 		}
 	}
-	// Create what is missing, one component at a time.
-	for i := range parts {
-		sub := strings.Join(parts[:i+1], "/")
-		last := i == len(parts)-1
-		fd, err := open(srcDir, sub)
-		if err == nil {
-			unix.Close(fd)
-			continue
+	// Create the last component if missing; skip the path if a parent is
+	// missing (or not a directory) or if it cannot be made.
+	last := len(parts) - 1
+	if last > 0 {
+		fd, err := open(srcDir, strings.Join(parts[:last], "/"))
+		switch {
+		case err == unix.ENOENT || err == unix.ENOTDIR:
+			return nil
+		case err != nil:
+			return protectErr(rel, strings.Join(parts[:last], "/"), err)
 		}
-		if err != unix.ENOENT {
-			return protectErr(rel, sub, err)
-		}
+		unix.Close(fd)
+	}
+	if fd, err := open(srcDir, clean); err == nil {
+		unix.Close(fd)
+	} else if err != unix.ENOENT {
+		return protectErr(rel, clean, err)
+	} else {
 		parent := srcDir
-		if i > 0 {
-			if parent, err = open(srcDir, strings.Join(parts[:i], "/")); err != nil {
-				return protectErr(rel, sub, err)
+		if last > 0 {
+			if parent, err = open(srcDir, strings.Join(parts[:last], "/")); err != nil {
+				return protectErr(rel, clean, err)
 			}
 		}
-		if !last || wantDir {
-			err = unix.Mkdirat(parent, parts[i], 0o755)
+		if wantDir {
+			err = unix.Mkdirat(parent, parts[last], 0o755)
 		} else {
 			var f int
-			if f, err = unix.Openat(parent, parts[i], unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+			if f, err = unix.Openat(parent, parts[last], unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+				if c := created[clean]; c != "" {
+					_, err = unix.Write(f, []byte(c))
+				}
 				unix.Close(f)
 			}
 		}
 		if parent != srcDir {
 			unix.Close(parent)
 		}
-		if err != nil && err != unix.EEXIST {
-			return protectErr(rel, sub, err)
+		switch err {
+		case nil, unix.EEXIST:
+		case unix.EACCES, unix.EPERM, unix.EROFS:
+			return nil
+		default:
+			return protectErr(rel, clean, err)
 		}
 	}
 	// Pin the directories on the way (once: a second bind over .git would
@@ -425,6 +488,15 @@ func protectErr(rel, sub string, err error) error {
 }
 
 func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// path is where the init finds the source: its path, or its clone's
+// descriptor.
+func (s Source) path() string {
+	if s.Tree > 0 {
+		return fdPath(s.Tree)
+	}
+	return s.Path
+}
 
 // bindRO binds src at dst and makes dst read-only. It binds only src's own
 // mount where it can: then no submount comes along, writable. In a user
@@ -595,11 +667,11 @@ const (
 	bindReadOnly         // src's own mount if it can (see bindRO)
 )
 
-// bindIn binds host path src at p beneath the new root and remounts it
-// with flags. It returns where the mount ended up (p with the root's
-// symlinks resolved, as a path from the init's root) and, for
-// bindReadOnly, whether submounts came along.
-func bindIn(rootFd int, p string, dir bool, src string, how int, flags uintptr) (string, bool, error) {
+// bindIn binds src at p beneath the new root (attaches its clone, or binds
+// its host path) and remounts it with flags. It returns where the mount
+// ended up (p with the root's symlinks resolved, as a path from the init's
+// root) and, for bindReadOnly, whether submounts came along.
+func bindIn(rootFd int, p string, dir bool, from Source, how int, flags uintptr) (string, bool, error) {
 	if err := makeIn(rootFd, p, dir); err != nil {
 		return "", false, err
 	}
@@ -610,6 +682,16 @@ func bindIn(rootFd int, p string, dir bool, src string, how int, flags uintptr) 
 	target := fdPath(fd)
 	real, _ := os.Readlink(target)
 	submounts := false
+	src := from.Path
+	switch {
+	case from.Tree > 0:
+		// The daemon cloned what it meant to: the clone goes in as it
+		// is, a read-only one with its submounts, which then need
+		// their read-only pass.
+		err = unix.MoveMount(from.Tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+		submounts = how == bindReadOnly
+		how = -1
+	}
 	switch how {
 	case bindOnly:
 		err = unix.Mount(src, target, "", unix.MS_BIND, "")
@@ -622,7 +704,7 @@ func bindIn(rootFd int, p string, dir bool, src string, how int, flags uintptr) 
 	}
 	unix.Close(fd)
 	if err != nil {
-		return "", false, initErr("mount", src+" on "+p, err)
+		return "", false, initErr("mount", from.Path+" on "+p, err)
 	}
 	if fd, err = openIn(rootFd, p); err != nil {
 		return "", false, initErr("open", p, err)

@@ -86,13 +86,15 @@ const DefaultHostname = "sandbox"
 
 // DefaultProtected are the workspace paths bound read-only unless
 // Spec.Protected says otherwise: places where a file planted by the agent
-// would later run on the host (git hooks and configuration, harnessd's own
-// per-workspace settings).
+// would later run on the host. Git's control files are protected whatever
+// Spec.Protected says (see GitControl); these are harnessd's own
+// per-workspace settings, and git's hooks and config named again for
+// configurations that list them.
 var DefaultProtected = []string{".git/hooks/", ".git/config", ".harness/"}
 
 // knownDirs are protected paths created as directories when missing even
 // though they are written without a trailing slash.
-var knownDirs = map[string]bool{".git/hooks": true, ".git/info": true, ".harness": true}
+var knownDirs = map[string]bool{".git/hooks": true, ".git/info": true, ".git/worktrees": true, ".git/modules": true, ".harness": true}
 
 // Spec describes one sandbox. The zero value of every field but Workspace
 // means its default.
@@ -111,10 +113,14 @@ type Spec struct {
 	// ReadOnly are more host paths bound read-only at the same path
 	// inside (a toolchain under /opt, say).
 	ReadOnly []string
-	// Protected are paths relative to the workspace bound read-only; a
-	// missing one is created first (a directory if it ends in "/" or is
-	// .git/hooks or .harness, else an empty file) so it cannot be created
-	// later. Nil means DefaultProtected; an empty slice means none.
+	// Protected are paths relative to the workspace bound read-only
+	// besides git's control files (GitControl, always). A missing one
+	// whose parent directory exists is created first (a directory if it
+	// ends in "/" or is .git/hooks or .harness, else an empty file) so it
+	// cannot be created later; one whose parent is missing is skipped
+	// (so .git/config protects nothing, and blocks nothing, where there
+	// is no repository yet). Nil means DefaultProtected; an empty slice
+	// means none.
 	Protected []string
 	// Network is NetworkNone (the default), NetworkProxy or NetworkHost.
 	Network Network
@@ -127,19 +133,38 @@ type Spec struct {
 	Env []string
 	// Limits bound what the sandbox may use.
 	Limits Limits
+	// Owner is the host user whose files the sandbox makes, when the
+	// daemon runs as root: its root is mapped to Owner's uid and gid (as
+	// podman's --userns=keep-id does), so what the agent writes in that
+	// user's project is theirs. The daemon fills it from the peer
+	// credentials of the client that asked for the session. Nil, or uid
+	// 0, means NativeOptions.UID and GID: a sandbox is never host root.
+	// Ignored when the daemon is not root: the sandbox is then the
+	// daemon's own user, the only one it can map.
+	Owner *User
+}
+
+// User is a host user and group.
+type User struct {
+	UID, GID int
 }
 
 // Limits bound a sandbox's resources. Zero means "no limit" for memory,
-// processes, file size and CPU weight, and the default for TmpBytes and
-// NoFile. Which are enforced, and how, depends on the host: see Enforced.
+// processes and CPU weight, and the default for TmpBytes, NoFile and
+// FileBytes. Which are enforced, and how, depends on the host: see Enforced.
 type Limits struct {
 	MemoryBytes int64 // memory; cgroup memory.max, else RLIMIT_AS per process
 	Pids        int   // processes and threads; cgroup pids.max, else pid namespace pid_max and RLIMIT_NPROC
 	CPUWeight   int   // CPU share, 1 to 10000 (100 is even); cgroup only
 	TmpBytes    int64 // size of the private /tmp; default 512 MiB
 	NoFile      int   // open files per process (RLIMIT_NOFILE); default 16384, at most the daemon's own hard limit
-	FileBytes   int64 // largest file a process may write (RLIMIT_FSIZE)
+	FileBytes   int64 // largest file a process may write (RLIMIT_FSIZE); default 1 GiB
 }
+
+// DefaultFileBytes is RLIMIT_FSIZE unless Limits.FileBytes says otherwise:
+// one file cannot grow past it (writes fail with EFBIG). It bounds one
+// file, not the workspace: see the package doc's Caveats.
+const DefaultFileBytes = 1 << 30
 
 // DefaultTmpBytes is the size of a sandbox's /tmp unless Limits.TmpBytes
 // says otherwise.
@@ -265,6 +290,9 @@ func (spec Spec) withDefaults() (Spec, error) {
 	}
 	if l.NoFile == 0 {
 		l.NoFile = DefaultNoFile
+	}
+	if l.FileBytes == 0 {
+		l.FileBytes = DefaultFileBytes
 	}
 	for _, kv := range spec.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

@@ -17,6 +17,9 @@ type Config struct {
 	Store    Store    `toml:"store"`
 	Daemon   Daemon   `toml:"daemon"`
 	Sandbox  Sandbox  `toml:"sandbox"`
+	Run      Run      `toml:"run"`
+	// Agents are the agents runs can use, by name ([agents.NAME]).
+	Agents map[string]Agent `toml:"agents"`
 }
 
 // Daemon is the [daemon] table: harnessd serve's socket, who may use it,
@@ -227,6 +230,8 @@ func Default() Config {
 				Ports: []int{80, 443},
 			},
 		},
+		Run:    defaultRun(),
+		Agents: defaultAgents(),
 	}
 }
 

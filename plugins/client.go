@@ -127,6 +127,11 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	defer cancel()
 	if err := p.start(startCtx, cfg.Host); err != nil {
 		p.Kill()
+		if st := cmd.ProcessState; p.agent == nil && st != nil && st.Exited() {
+			// It exited by itself before the handshake (Kill would have
+			// signalled it): say how, rather than what it did not print.
+			err = fmt.Errorf("%w: the plugin exited (%s) before its handshake", ErrHandshake, st)
+		}
 		return nil, err
 	}
 	return p, nil

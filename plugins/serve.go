@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+
+	pb "github.com/harnessd/harnessd/plugins/proto"
 )
 
 // ServeOptions configures Serve. The zero value is what most plugins want.
@@ -70,4 +73,17 @@ func Settings(v any) error {
 		return fmt.Errorf("agent settings (%s): %w", EnvSettings, err)
 	}
 	return nil
+}
+
+// Broken is an agent that cannot work (its settings are wrong, say): its
+// Info fails with err, so the host records why instead of a bare failed
+// handshake.
+func Broken(err error) Agent { return broken{err} }
+
+type broken struct{ err error }
+
+func (b broken) Info(context.Context) (*pb.InfoResponse, error) { return nil, b.err }
+
+func (b broken) Step(context.Context, *pb.StepRequest, Host) (*pb.StepResponse, error) {
+	return nil, b.err
 }

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
 )
@@ -31,6 +32,9 @@ type Options struct {
 	// the daemon's own uid only.
 	Allow  func(Peer) bool
 	Logger *slog.Logger
+	// Runs drives agent runs (/v1/sessions/{id}/runs, /v1/runs/{id});
+	// nil answers those routes with 501.
+	Runs *agent.Controller
 }
 
 // Server serves the API of one Daemon.
@@ -163,6 +167,8 @@ func (s *Server) routes() {
 	s.route("/v1/sessions/{id}/actions", map[string]http.HandlerFunc{http.MethodPost: s.act})
 	s.route("/v1/sessions/{id}/replies", map[string]http.HandlerFunc{http.MethodPost: s.reply})
 	s.route("/v1/sessions/{id}/events", map[string]http.HandlerFunc{http.MethodGet: s.events})
+	s.route("/v1/sessions/{id}/runs", map[string]http.HandlerFunc{http.MethodPost: s.startRun})
+	s.route("/v1/runs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getRun, http.MethodDelete: s.stopRun})
 	s.route("/v1/outputs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.output})
 	s.route("/healthz", map[string]http.HandlerFunc{http.MethodGet: s.health})
 	s.route("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.d.Metrics().Handler().ServeHTTP})
@@ -482,8 +488,16 @@ func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
 		status, code = http.StatusBadRequest, "bad_request"
 	case errors.Is(err, daemon.ErrTooMany):
 		status, code = http.StatusTooManyRequests, "too_many_sessions"
-	case errors.Is(err, daemon.ErrShuttingDown):
+	case errors.Is(err, daemon.ErrShuttingDown), errors.Is(err, agent.ErrShuttingDown):
 		status, code = http.StatusServiceUnavailable, "shutting_down"
+	case errors.Is(err, agent.ErrBusy):
+		status, code = http.StatusConflict, "run_active"
+	case errors.Is(err, agent.ErrNotFound):
+		status, code = http.StatusNotFound, "not_found"
+	case errors.Is(err, agent.ErrUnknownAgent):
+		status, code = http.StatusBadRequest, "unknown_agent"
+	case errors.Is(err, agent.ErrBadRequest):
+		status, code = http.StatusBadRequest, "bad_request"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		status, code = http.StatusServiceUnavailable, "canceled"
 	}

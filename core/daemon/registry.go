@@ -27,6 +27,7 @@ type liveSession struct {
 	proxy     *egress       // nil unless network = "proxy"
 	turn      chan struct{} // one action at a time: hold the token to act
 	gone      chan struct{} // closed once sandbox_stopped is recorded
+	ending    chan struct{} // closed when end begins
 	mu        sync.Mutex
 	ended     bool // Close has been called (under mu)
 }
@@ -150,7 +151,7 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement) (*li
 		}
 		return nil, err
 	}
-	ls := &liveSession{sess: sess, workspace: ws, turn: make(chan struct{}, 1), gone: make(chan struct{})}
+	ls := &liveSession{sess: sess, workspace: ws, turn: make(chan struct{}, 1), gone: make(chan struct{}), ending: make(chan struct{})}
 	if warm != nil && warm.proxy != nil {
 		ls.proxy = warm.proxy
 		ls.proxy.attach(sess, d.log)
@@ -254,6 +255,7 @@ func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, rea
 		return
 	}
 	ls.ended = true
+	close(ls.ending)
 	ls.mu.Unlock()
 	ctx = context.WithoutCancel(ctx) // the end is recorded whoever asked for it
 	if err := ls.sess.Stop(ctx); err != nil {
@@ -279,38 +281,80 @@ func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, rea
 	d.log.Info("session ended", "session", id, "state", state, "reason", reason)
 }
 
-// acquire waits for a session's turn.
-func (d *Daemon) acquire(ctx context.Context, id string) (*liveSession, error) {
+// acquire waits for a session's turn, unless ctx says its holder has it
+// already (held).
+func (d *Daemon) acquire(ctx context.Context, id string) (ls *liveSession, held bool, err error) {
 	d.mu.Lock()
+	ls = d.live[id]
+	if mine, _ := ctx.Value(turnKey{}).(*liveSession); mine != nil && mine == ls {
+		// Shutdown waits for the holder; it must not be refused midway.
+		d.mu.Unlock()
+		if ls.isEnded() {
+			return nil, false, fmt.Errorf("%w: session %s has ended", ErrStopped, id)
+		}
+		return ls, true, nil
+	}
 	if d.closing {
 		d.mu.Unlock()
-		return nil, ErrShuttingDown
+		return nil, false, ErrShuttingDown
 	}
-	ls := d.live[id]
 	if ls != nil {
 		d.inflight.Add(1)
 	}
 	d.mu.Unlock()
 	if ls == nil {
 		if _, err := d.Get(ctx, id); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, fmt.Errorf("%w: session %s has ended; its events can still be read", ErrStopped, id)
+		return nil, false, fmt.Errorf("%w: session %s has ended; its events can still be read", ErrStopped, id)
 	}
 	select {
 	case ls.turn <- struct{}{}:
 	case <-ctx.Done():
 		d.inflight.Done()
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
-	ls.mu.Lock()
-	ended := ls.ended
-	ls.mu.Unlock()
-	if ended {
+	if ls.isEnded() {
 		d.release(ls)
-		return nil, fmt.Errorf("%w: session %s has ended", ErrStopped, id)
+		return nil, false, fmt.Errorf("%w: session %s has ended", ErrStopped, id)
 	}
-	return ls, nil
+	return ls, false, nil
+}
+
+func (ls *liveSession) isEnded() bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.ended
+}
+
+// Ending returns a channel closed once the session begins to end
+// (deleted, or the daemon shutting down), or at once for a session that is
+// not live: a long wait on the session's behalf (an agent's model call)
+// should give up then.
+func (d *Daemon) Ending(id string) <-chan struct{} {
+	d.mu.Lock()
+	ls := d.live[id]
+	d.mu.Unlock()
+	if ls == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return ls.ending
+}
+
+// Workspace returns a live session's workspace directory on the host.
+func (d *Daemon) Workspace(id string) (string, error) {
+	d.mu.Lock()
+	ls := d.live[id]
+	d.mu.Unlock()
+	if ls == nil {
+		if _, err := d.Get(context.Background(), id); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("%w: session %s has ended", ErrStopped, id)
+	}
+	return ls.workspace, nil
 }
 
 func (d *Daemon) release(ls *liveSession) {

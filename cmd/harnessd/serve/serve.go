@@ -16,10 +16,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/systemd"
+	"github.com/harnessd/harnessd/plugins/builtin"
 	"github.com/harnessd/harnessd/store"
 )
 
@@ -43,6 +45,10 @@ type Options struct {
 
 	// ProxyHosts is passed to the daemon (daemon.Options.ProxyHosts).
 	ProxyHosts map[string]string
+
+	// AgentExe is the binary that serves the built-in agents (`harnessd
+	// plugin NAME`); default the running one.
+	AgentExe string
 }
 
 // Run serves until ctx ends, then shuts down cleanly and returns nil; an
@@ -119,10 +125,23 @@ func Run(ctx context.Context, opts Options) error {
 		closeLn()
 		return err
 	}
+	ctrl, err := agent.New(agent.Options{
+		Sessions:     d,
+		Launcher:     builtin.Launcher(cfg, opts.AgentExe),
+		Agent:        builtin.Defaults(cfg),
+		DefaultAgent: cfg.Run.Agent,
+		Logger:       log,
+	})
+	if err != nil {
+		d.Shutdown(context.Background(), 0)
+		closeLn()
+		return err
+	}
 	srv := api.NewServer(d, api.Options{
 		MaxBody: int64(cfg.Daemon.MaxBody),
 		Allow:   api.AllowUsers(cfg.Daemon.AllowUIDs, cfg.Daemon.AllowGIDs),
 		Logger:  log,
+		Runs:    ctrl,
 	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -155,6 +174,11 @@ func Run(ctx context.Context, opts Options) error {
 	stopWatchdog()
 	wg.Wait()
 	srv.StopAccepting()
+	// Runs first, while their sessions can still record run_ended; their
+	// plugins are killed as each ends.
+	if err := ctrl.Shutdown(context.Background(), cfg.Daemon.ShutdownGrace.Duration); err != nil {
+		log.Warn("agent runs", "err", err)
+	}
 	derr := d.Shutdown(context.Background(), cfg.Daemon.ShutdownGrace.Duration)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/harnessd/harnessd/plugins/openai"
 	"github.com/harnessd/harnessd/plugins/scripted"
 )
 
@@ -16,6 +17,7 @@ const Command = "plugin"
 // mains are the built-in agents.
 var mains = map[string]func() int{
 	scripted.Name: scripted.Main,
+	openai.Name:   openai.Main,
 }
 
 // Names are the built-in agents' names.

@@ -7,6 +7,7 @@ import (
 	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/plugins"
+	"github.com/harnessd/harnessd/plugins/openai"
 	"github.com/harnessd/harnessd/plugins/scripted"
 )
 
@@ -27,7 +28,7 @@ func Launcher(cfg config.Config, exe string) *plugins.Launcher {
 		case config.BuiltinScripted:
 			settings = scripted.Settings{Script: a.Script}
 		case config.BuiltinOpenAI:
-			settings = openAISettings(a)
+			settings = openai.SettingsFrom(a)
 			if a.APIKeyEnv != "" {
 				ac.PassEnv = []string{a.APIKeyEnv}
 			}
@@ -67,6 +68,3 @@ func Defaults(cfg config.Config) func(name string) (agent.Limits, bool) {
 		return l, true
 	}
 }
-
-// openAISettings is replaced by the openai package's own settings.
-func openAISettings(a config.Agent) any { return map[string]any{"model": a.Model} }

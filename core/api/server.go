@@ -182,6 +182,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeJSON(w, r, &req, true) {
 		return
 	}
+	if p, ok := PeerFrom(r.Context()); ok {
+		req.Requester = &daemon.Requester{UID: p.UID, GID: p.GID, Groups: p.Groups}
+	}
 	info, err := s.d.Create(r.Context(), req)
 	if err != nil {
 		s.failErr(w, r, err)

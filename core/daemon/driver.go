@@ -25,6 +25,7 @@ type placement struct {
 	sb    sandbox.Sandbox
 	term  *terminal.Terminal
 	ws    string
+	keep  bool // ws is a client's directory: never removed
 	proxy *egress
 }
 
@@ -35,7 +36,9 @@ func (p *placement) close() {
 	if p.proxy != nil {
 		p.proxy.close()
 	}
-	os.RemoveAll(p.ws)
+	if !p.keep {
+		os.RemoveAll(p.ws)
+	}
 }
 
 // setupSandboxes picks the driver harness.toml names and says, loudly,
@@ -84,7 +87,7 @@ func (d *Daemon) probe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := "probe-" + newPlacementName()
-	p, err := d.place(ctx, name, filepath.Join(d.runDir, name))
+	p, err := d.place(ctx, name, filepath.Join(d.runDir, name), nil)
 	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
 			return fmt.Errorf("starting a sandbox: %w: the daemon may not create user namespaces with a root mapping; under systemd keep CAP_SETUID, CAP_SETGID and CAP_SETFCAP in CapabilityBoundingSet, elsewhere check seccomp/AppArmor policy and user.max_user_namespaces", err)
@@ -114,10 +117,15 @@ func (d *Daemon) pooled() bool {
 	return d.cfg.Sandbox.Driver == config.DriverNative && d.cfg.Sandbox.PoolSize > 0
 }
 
-// place makes a new placement with its workspace at ws.
-func (d *Daemon) place(ctx context.Context, name, ws string) (*placement, error) {
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return nil, err
+// place makes a new placement with its workspace at ws, whose files
+// belong to own (nil: the driver's default owner). A workspace the daemon
+// did not make is never created or removed here.
+func (d *Daemon) place(ctx context.Context, name, ws string, own *sandbox.User) (*placement, error) {
+	keep := !d.ownWorkspace(ws)
+	if !keep {
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	sc := d.cfg.Sandbox
 	spec := sandbox.Spec{
@@ -126,6 +134,7 @@ func (d *Daemon) place(ctx context.Context, name, ws string) (*placement, error)
 		Image:     sc.Image,
 		Protected: sc.Protected,
 		Network:   sandbox.Network(sc.Network),
+		Owner:     own,
 		Limits: sandbox.Limits{
 			MemoryBytes: int64(sc.MemoryMB) << 20,
 			Pids:        sc.Pids,
@@ -133,12 +142,14 @@ func (d *Daemon) place(ctx context.Context, name, ws string) (*placement, error)
 			TmpBytes:    int64(sc.TmpMB) << 20,
 		},
 	}
-	p := &placement{ws: ws}
+	p := &placement{ws: ws, keep: keep}
 	fail := func(err error) (*placement, error) {
 		if p.proxy != nil {
 			p.proxy.close()
 		}
-		os.RemoveAll(ws)
+		if !keep {
+			os.RemoveAll(ws)
+		}
 		return nil, err
 	}
 	if sc.Network == config.NetworkProxy {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/session"
 	"github.com/harnessd/harnessd/core/session/record"
 )
@@ -49,6 +50,15 @@ type Info struct {
 type CreateRequest struct {
 	ID     string            `json:"id,omitempty"` // default a new random id
 	Labels map[string]string `json:"labels,omitempty"`
+	// Workspace is an existing host directory to work in, bound
+	// read-write at /workspace, instead of a fresh empty one. The
+	// requester must be able to write it; it is never removed, not even
+	// by a purge.
+	Workspace string `json:"workspace,omitempty"`
+	// Requester is who asks, from the API's peer credentials: a client's
+	// workspace must be theirs to write, and the sandbox's files there
+	// become theirs.
+	Requester *Requester `json:"-"`
 }
 
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -85,7 +95,16 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 
 	var warm *placement
 	ws := filepath.Join(d.dataDir, "workspaces", id)
-	if d.pool != nil {
+	var own *sandbox.User
+	if req.Workspace != "" {
+		// A client's directory: checked, never pooled (the pool's
+		// sandboxes have their own), owned by the client in the sandbox.
+		real, err := d.userWorkspace(req.Workspace, req.Requester)
+		if err != nil {
+			return Info{}, err
+		}
+		ws, own = real, owner(req.Requester)
+	} else if d.pool != nil {
 		if p, ok := d.pool.take(); ok {
 			warm, ws = p, p.ws
 			defer d.pool.refill()
@@ -101,7 +120,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
 	}
-	ls, err := d.start(ctx, id, ws, warm)
+	ls, err := d.start(ctx, id, ws, warm, own)
 	if err != nil {
 		// The record stays: it says the session never started.
 		d.bus.Append(context.WithoutCancel(ctx), id, event.Event{Session: id, Source: event.SourceRuntime, Time: time.Now().UTC(),
@@ -126,8 +145,8 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 
 // start starts a session's shell: in warm's sandbox if the pool had one,
 // else in a new sandbox (or on the host with driver none) with its
-// workspace at ws.
-func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement) (*liveSession, error) {
+// workspace at ws, owned by own (nil: the driver's default).
+func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own *sandbox.User) (*liveSession, error) {
 	cfg := session.ConfigFrom(d.cfg, ws)
 	cfg.Events, cfg.Outputs, cfg.Logger = d.bus, d.outputs, d.log
 	cfg.Driver = d.driver.Name()
@@ -138,7 +157,7 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement) (*li
 	} else {
 		if warm == nil {
 			var err error
-			if warm, err = d.place(ctx, id, ws); err != nil {
+			if warm, err = d.place(ctx, id, ws, own); err != nil {
 				return nil, err
 			}
 		}
@@ -235,7 +254,7 @@ func (d *Daemon) Delete(ctx context.Context, id string, purge bool) error {
 	if err := d.st.DeleteSession(ctx, id); err != nil && !errors.Is(err, record.ErrNotFound) {
 		return fmt.Errorf("daemon: purge session %s: %w", id, err)
 	}
-	if ws != "" {
+	if ws != "" && d.ownWorkspace(ws) { // a client's directory stays
 		if err := os.RemoveAll(ws); err != nil {
 			return fmt.Errorf("daemon: purge session %s: %w", id, err)
 		}

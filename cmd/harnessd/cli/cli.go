@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -36,7 +37,11 @@ daemon:
                                 shrinks its file); run it while the daemon is stopped
 
 client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --json for scripts):
-  session new [--id ID] [--label K=V]...   create a session; prints its id
+  run [--agent NAME] [--session ID | --workspace DIR] [--max-steps N] [--wall DUR] [--max-cost X] "TASK"
+                                           drive an agent through a task, printing each action and observation;
+                                           Ctrl-C stops the run; exits 0 only if the agent finished
+  session new [--id ID] [--label K=V]... [--workspace DIR]
+                                           create a session (in DIR, bound at /workspace); prints its id
   session ls                               list sessions
   session show ID                          one session
   session rm ID [--purge]                  end a session (--purge: and delete its history)
@@ -90,6 +95,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return c.output(args[1:])
 	case "replay":
 		return c.replay(args[1:])
+	case "run":
+		return c.run(args[1:])
 	case "version", "--version":
 		fmt.Fprintln(env.Stdout, "harnessd", env.Version)
 		return 0
@@ -287,6 +294,7 @@ func (c *cmd) session(args []string) int {
 	switch sub {
 	case "new":
 		id := fs.String("id", "", "session id (default: a new random one)")
+		workspace := fs.String("workspace", "", "work in this existing directory, bound at /workspace (default: a fresh empty one)")
 		labels := map[string]string{}
 		fs.Func("label", "a K=V label (repeatable)", func(v string) error {
 			k, val, ok := strings.Cut(v, "=")
@@ -303,7 +311,15 @@ func (c *cmd) session(args []string) int {
 		if len(pos) > 0 {
 			return c.usage("unexpected argument %q", pos[0])
 		}
-		info, err := c.client(*socket).CreateSession(c.ctx, daemon.CreateRequest{ID: *id, Labels: labels})
+		req := daemon.CreateRequest{ID: *id, Labels: labels}
+		if *workspace != "" {
+			abs, err := filepath.Abs(*workspace)
+			if err != nil {
+				return c.fail(err)
+			}
+			req.Workspace = abs
+		}
+		info, err := c.client(*socket).CreateSession(c.ctx, req)
 		if err != nil {
 			return c.fail(err)
 		}

@@ -90,7 +90,11 @@ type agentServer struct {
 }
 
 func (s *agentServer) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoResponse, error) {
-	return s.impl.Info(ctx)
+	in, err := s.impl.Info(ctx)
+	if in != nil {
+		in.HostServices = true // this side has go-plugin's broker
+	}
+	return in, err
 }
 
 func (s *agentServer) Step(ctx context.Context, req *pb.StepRequest) (*pb.StepResponse, error) {

@@ -45,7 +45,8 @@ type Config struct {
 	Logger *slog.Logger
 	// StartTimeout bounds the exec, the handshake and Info. Default 10s.
 	StartTimeout time.Duration
-	// Host is served to the plugin over the broker; nil offers nothing.
+	// Host is served to the plugin over the broker, if it says it can
+	// reach it (InfoResponse.host_services); nil offers nothing.
 	Host Host
 }
 
@@ -178,7 +179,7 @@ func (p *Process) start(ctx context.Context, host Host) error {
 		return err
 	}
 	p.info = info
-	if host != nil {
+	if host != nil && info.GetHostServices() {
 		b := p.agent.broker
 		p.hostID = b.NextId()
 		p.served.Go(func() {

@@ -73,7 +73,11 @@ type InfoResponse struct {
 	// The action kinds the agent may emit: "cmd_run", "message", "finish",
 	// "delegate", and "think" for a step with only a thought. Empty means
 	// all of them. The host refuses any other.
-	Actions       []string `protobuf:"bytes,3,rep,name=actions,proto3" json:"actions,omitempty"`
+	Actions []string `protobuf:"bytes,3,rep,name=actions,proto3" json:"actions,omitempty"`
+	// host_services says the plugin speaks go-plugin's GRPCBroker and may
+	// dial the Host service; only then does the host offer it. Go plugins
+	// built on package plugins say so by themselves.
+	HostServices  bool `protobuf:"varint,4,opt,name=host_services,json=hostServices,proto3" json:"host_services,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -127,6 +131,13 @@ func (x *InfoResponse) GetActions() []string {
 		return x.Actions
 	}
 	return nil
+}
+
+func (x *InfoResponse) GetHostServices() bool {
+	if x != nil {
+		return x.HostServices
+	}
+	return false
 }
 
 type StepRequest struct {
@@ -1195,11 +1206,12 @@ var File_agent_proto protoreflect.FileDescriptor
 const file_agent_proto_rawDesc = "" +
 	"\n" +
 	"\vagent.proto\x12\x11harnessd.agent.v1\"\r\n" +
-	"\vInfoRequest\"V\n" +
+	"\vInfoRequest\"{\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
-	"\aactions\x18\x03 \x03(\tR\aactions\"\x93\x02\n" +
+	"\aactions\x18\x03 \x03(\tR\aactions\x12#\n" +
+	"\rhost_services\x18\x04 \x01(\bR\fhostServices\"\x93\x02\n" +
 	"\vStepRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x10\n" +
 	"\x03run\x18\x02 \x01(\tR\x03run\x12\x1d\n" +

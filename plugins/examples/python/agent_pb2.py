@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0b\x61gent.proto\x12\x11harnessd.agent.v1\"\r\n\x0bInfoRequest\">\n\x0cInfoResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x63tions\x18\x03 \x03(\t\"\xc4\x01\n\x0bStepRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\x12\x0b\n\x03run\x18\x02 \x01(\t\x12\x12\n\nparent_run\x18\x03 \x01(\t\x12\x0c\n\x04task\x18\x04 \x01(\t\x12-\n\x08guidance\x18\x05 \x03(\x0b\x32\x1b.harnessd.agent.v1.Guidance\x12\x0e\n\x06\x65vents\x18\x06 \x03(\x0c\x12\x0c\n\x04step\x18\x07 \x01(\r\x12\x11\n\tmax_steps\x18\x08 \x01(\r\x12\x15\n\rhost_services\x18\t \x01(\r\"&\n\x08Guidance\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"\xe3\x02\n\x0cStepResponse\x12,\n\x07\x63md_run\x18\x01 \x01(\x0b\x32\x19.harnessd.agent.v1.CmdRunH\x00\x12-\n\x07message\x18\x02 \x01(\x0b\x32\x1a.harnessd.agent.v1.MessageH\x00\x12+\n\x06\x66inish\x18\x03 \x01(\x0b\x32\x19.harnessd.agent.v1.FinishH\x00\x12/\n\x08\x64\x65legate\x18\x04 \x01(\x0b\x32\x1b.harnessd.agent.v1.DelegateH\x00\x12)\n\x05reply\x18\x05 \x01(\x0b\x32\x18.harnessd.agent.v1.ReplyH\x00\x12\x0f\n\x07thought\x18\x06 \x01(\t\x12\'\n\x05usage\x18\x07 \x01(\x0b\x32\x18.harnessd.agent.v1.Usage\x12)\n\x06masked\x18\x08 \x01(\x0b\x32\x19.harnessd.agent.v1.MaskedB\x08\n\x06\x61\x63tion\"M\n\x06\x43mdRun\x12\x0f\n\x07\x63ommand\x18\x01 \x01(\t\x12\x10\n\x08is_input\x18\x02 \x01(\x08\x12\x11\n\ttimeout_s\x18\x03 \x01(\x01\x12\r\n\x05reset\x18\x04 \x01(\x08\"\x17\n\x07Message\x12\x0c\n\x04text\x18\x01 \x01(\t\"\x19\n\x06\x46inish\x12\x0f\n\x07message\x18\x01 \x01(\t\"\'\n\x08\x44\x65legate\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\"6\n\x05Reply\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0c\n\x04tool\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"V\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x03\x12\x0c\n\x04\x63ost\x18\x03 \x01(\x01\x12\r\n\x05model\x18\x04 \x01(\t\"C\n\x06Masked\x12\x0c\n\x04seqs\x18\x01 \x03(\x04\x12\x15\n\rtokens_before\x18\x02 \x01(\x03\x12\x14\n\x0ctokens_after\x18\x03 \x01(\x03\"J\n\x11ReadOutputRequest\x12\x11\n\toutput_id\x18\x01 \x01(\t\x12\x11\n\tfrom_line\x18\x02 \x01(\x03\x12\x0f\n\x07to_line\x18\x03 \x01(\x03\"[\n\x12ReadOutputResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\tfrom_line\x18\x02 \x01(\x03\x12\x0f\n\x07to_line\x18\x03 \x01(\x03\x12\x13\n\x0btotal_lines\x18\x04 \x01(\x03\"1\n\x11ReadEventsRequest\x12\r\n\x05\x61\x66ter\x18\x01 \x01(\x04\x12\r\n\x05limit\x18\x02 \x01(\r\"2\n\x12ReadEventsResponse\x12\x0e\n\x06\x65vents\x18\x01 \x03(\x0c\x12\x0c\n\x04more\x18\x02 \x01(\x08\"=\n\x12ReportUsageRequest\x12\'\n\x05usage\x18\x01 \x01(\x0b\x32\x18.harnessd.agent.v1.Usage\";\n\x13ReportUsageResponse\x12\x12\n\nrun_tokens\x18\x01 \x01(\x03\x12\x10\n\x08run_cost\x18\x02 \x01(\x01\x32\x99\x01\n\x05\x41gent\x12G\n\x04Info\x12\x1e.harnessd.agent.v1.InfoRequest\x1a\x1f.harnessd.agent.v1.InfoResponse\x12G\n\x04Step\x12\x1e.harnessd.agent.v1.StepRequest\x1a\x1f.harnessd.agent.v1.StepResponse2\x9a\x02\n\x04Host\x12Y\n\nReadOutput\x12$.harnessd.agent.v1.ReadOutputRequest\x1a%.harnessd.agent.v1.ReadOutputResponse\x12Y\n\nReadEvents\x12$.harnessd.agent.v1.ReadEventsRequest\x1a%.harnessd.agent.v1.ReadEventsResponse\x12\\\n\x0bReportUsage\x12%.harnessd.agent.v1.ReportUsageRequest\x1a&.harnessd.agent.v1.ReportUsageResponseB,Z*github.com/harnessd/harnessd/plugins/protob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0b\x61gent.proto\x12\x11harnessd.agent.v1\"\r\n\x0bInfoRequest\"U\n\x0cInfoResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x63tions\x18\x03 \x03(\t\x12\x15\n\rhost_services\x18\x04 \x01(\x08\"\xc4\x01\n\x0bStepRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\x12\x0b\n\x03run\x18\x02 \x01(\t\x12\x12\n\nparent_run\x18\x03 \x01(\t\x12\x0c\n\x04task\x18\x04 \x01(\t\x12-\n\x08guidance\x18\x05 \x03(\x0b\x32\x1b.harnessd.agent.v1.Guidance\x12\x0e\n\x06\x65vents\x18\x06 \x03(\x0c\x12\x0c\n\x04step\x18\x07 \x01(\r\x12\x11\n\tmax_steps\x18\x08 \x01(\r\x12\x15\n\rhost_services\x18\t \x01(\r\"&\n\x08Guidance\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"\xe3\x02\n\x0cStepResponse\x12,\n\x07\x63md_run\x18\x01 \x01(\x0b\x32\x19.harnessd.agent.v1.CmdRunH\x00\x12-\n\x07message\x18\x02 \x01(\x0b\x32\x1a.harnessd.agent.v1.MessageH\x00\x12+\n\x06\x66inish\x18\x03 \x01(\x0b\x32\x19.harnessd.agent.v1.FinishH\x00\x12/\n\x08\x64\x65legate\x18\x04 \x01(\x0b\x32\x1b.harnessd.agent.v1.DelegateH\x00\x12)\n\x05reply\x18\x05 \x01(\x0b\x32\x18.harnessd.agent.v1.ReplyH\x00\x12\x0f\n\x07thought\x18\x06 \x01(\t\x12\'\n\x05usage\x18\x07 \x01(\x0b\x32\x18.harnessd.agent.v1.Usage\x12)\n\x06masked\x18\x08 \x01(\x0b\x32\x19.harnessd.agent.v1.MaskedB\x08\n\x06\x61\x63tion\"M\n\x06\x43mdRun\x12\x0f\n\x07\x63ommand\x18\x01 \x01(\t\x12\x10\n\x08is_input\x18\x02 \x01(\x08\x12\x11\n\ttimeout_s\x18\x03 \x01(\x01\x12\r\n\x05reset\x18\x04 \x01(\x08\"\x17\n\x07Message\x12\x0c\n\x04text\x18\x01 \x01(\t\"\x19\n\x06\x46inish\x12\x0f\n\x07message\x18\x01 \x01(\t\"\'\n\x08\x44\x65legate\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\"6\n\x05Reply\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0c\n\x04tool\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"V\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x03\x12\x0c\n\x04\x63ost\x18\x03 \x01(\x01\x12\r\n\x05model\x18\x04 \x01(\t\"C\n\x06Masked\x12\x0c\n\x04seqs\x18\x01 \x03(\x04\x12\x15\n\rtokens_before\x18\x02 \x01(\x03\x12\x14\n\x0ctokens_after\x18\x03 \x01(\x03\"J\n\x11ReadOutputRequest\x12\x11\n\toutput_id\x18\x01 \x01(\t\x12\x11\n\tfrom_line\x18\x02 \x01(\x03\x12\x0f\n\x07to_line\x18\x03 \x01(\x03\"[\n\x12ReadOutputResponse\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\tfrom_line\x18\x02 \x01(\x03\x12\x0f\n\x07to_line\x18\x03 \x01(\x03\x12\x13\n\x0btotal_lines\x18\x04 \x01(\x03\"1\n\x11ReadEventsRequest\x12\r\n\x05\x61\x66ter\x18\x01 \x01(\x04\x12\r\n\x05limit\x18\x02 \x01(\r\"2\n\x12ReadEventsResponse\x12\x0e\n\x06\x65vents\x18\x01 \x03(\x0c\x12\x0c\n\x04more\x18\x02 \x01(\x08\"=\n\x12ReportUsageRequest\x12\'\n\x05usage\x18\x01 \x01(\x0b\x32\x18.harnessd.agent.v1.Usage\";\n\x13ReportUsageResponse\x12\x12\n\nrun_tokens\x18\x01 \x01(\x03\x12\x10\n\x08run_cost\x18\x02 \x01(\x01\x32\x99\x01\n\x05\x41gent\x12G\n\x04Info\x12\x1e.harnessd.agent.v1.InfoRequest\x1a\x1f.harnessd.agent.v1.InfoResponse\x12G\n\x04Step\x12\x1e.harnessd.agent.v1.StepRequest\x1a\x1f.harnessd.agent.v1.StepResponse2\x9a\x02\n\x04Host\x12Y\n\nReadOutput\x12$.harnessd.agent.v1.ReadOutputRequest\x1a%.harnessd.agent.v1.ReadOutputResponse\x12Y\n\nReadEvents\x12$.harnessd.agent.v1.ReadEventsRequest\x1a%.harnessd.agent.v1.ReadEventsResponse\x12\\\n\x0bReportUsage\x12%.harnessd.agent.v1.ReportUsageRequest\x1a&.harnessd.agent.v1.ReportUsageResponseB,Z*github.com/harnessd/harnessd/plugins/protob\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'agent_pb2', globals())
@@ -24,41 +24,41 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _INFOREQUEST._serialized_start=34
   _INFOREQUEST._serialized_end=47
   _INFORESPONSE._serialized_start=49
-  _INFORESPONSE._serialized_end=111
-  _STEPREQUEST._serialized_start=114
-  _STEPREQUEST._serialized_end=310
-  _GUIDANCE._serialized_start=312
-  _GUIDANCE._serialized_end=350
-  _STEPRESPONSE._serialized_start=353
-  _STEPRESPONSE._serialized_end=708
-  _CMDRUN._serialized_start=710
-  _CMDRUN._serialized_end=787
-  _MESSAGE._serialized_start=789
-  _MESSAGE._serialized_end=812
-  _FINISH._serialized_start=814
-  _FINISH._serialized_end=839
-  _DELEGATE._serialized_start=841
-  _DELEGATE._serialized_end=880
-  _REPLY._serialized_start=882
-  _REPLY._serialized_end=936
-  _USAGE._serialized_start=938
-  _USAGE._serialized_end=1024
-  _MASKED._serialized_start=1026
-  _MASKED._serialized_end=1093
-  _READOUTPUTREQUEST._serialized_start=1095
-  _READOUTPUTREQUEST._serialized_end=1169
-  _READOUTPUTRESPONSE._serialized_start=1171
-  _READOUTPUTRESPONSE._serialized_end=1262
-  _READEVENTSREQUEST._serialized_start=1264
-  _READEVENTSREQUEST._serialized_end=1313
-  _READEVENTSRESPONSE._serialized_start=1315
-  _READEVENTSRESPONSE._serialized_end=1365
-  _REPORTUSAGEREQUEST._serialized_start=1367
-  _REPORTUSAGEREQUEST._serialized_end=1428
-  _REPORTUSAGERESPONSE._serialized_start=1430
-  _REPORTUSAGERESPONSE._serialized_end=1489
-  _AGENT._serialized_start=1492
-  _AGENT._serialized_end=1645
-  _HOST._serialized_start=1648
-  _HOST._serialized_end=1930
+  _INFORESPONSE._serialized_end=134
+  _STEPREQUEST._serialized_start=137
+  _STEPREQUEST._serialized_end=333
+  _GUIDANCE._serialized_start=335
+  _GUIDANCE._serialized_end=373
+  _STEPRESPONSE._serialized_start=376
+  _STEPRESPONSE._serialized_end=731
+  _CMDRUN._serialized_start=733
+  _CMDRUN._serialized_end=810
+  _MESSAGE._serialized_start=812
+  _MESSAGE._serialized_end=835
+  _FINISH._serialized_start=837
+  _FINISH._serialized_end=862
+  _DELEGATE._serialized_start=864
+  _DELEGATE._serialized_end=903
+  _REPLY._serialized_start=905
+  _REPLY._serialized_end=959
+  _USAGE._serialized_start=961
+  _USAGE._serialized_end=1047
+  _MASKED._serialized_start=1049
+  _MASKED._serialized_end=1116
+  _READOUTPUTREQUEST._serialized_start=1118
+  _READOUTPUTREQUEST._serialized_end=1192
+  _READOUTPUTRESPONSE._serialized_start=1194
+  _READOUTPUTRESPONSE._serialized_end=1285
+  _READEVENTSREQUEST._serialized_start=1287
+  _READEVENTSREQUEST._serialized_end=1336
+  _READEVENTSRESPONSE._serialized_start=1338
+  _READEVENTSRESPONSE._serialized_end=1388
+  _REPORTUSAGEREQUEST._serialized_start=1390
+  _REPORTUSAGEREQUEST._serialized_end=1451
+  _REPORTUSAGERESPONSE._serialized_start=1453
+  _REPORTUSAGERESPONSE._serialized_end=1512
+  _AGENT._serialized_start=1515
+  _AGENT._serialized_end=1668
+  _HOST._serialized_start=1671
+  _HOST._serialized_end=1953
 # @@protoc_insertion_point(module_scope)

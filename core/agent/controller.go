@@ -125,24 +125,27 @@ const (
 
 // Info is a run as the API shows it.
 type Info struct {
-	ID       string    `json:"id"`
-	Session  string    `json:"session"`
-	Parent   string    `json:"parent,omitempty"`
-	Agent    string    `json:"agent"`
-	Task     string    `json:"task"`
-	Limits   Limits    `json:"limits"`
-	State    string    `json:"state"`
-	Reason   string    `json:"reason,omitempty"`
-	Message  string    `json:"message,omitempty"` // the agent's finish message
-	Error    string    `json:"error,omitempty"`
-	Steps    int       `json:"steps"`
-	Tokens   int64     `json:"tokens"`
-	Cost     float64   `json:"cost"`
-	Restarts int       `json:"restarts"`
-	StartSeq uint64    `json:"start_seq"`         // run_started's seq
-	EndSeq   uint64    `json:"end_seq,omitempty"` // run_ended's
-	Started  time.Time `json:"started"`
-	Ended    time.Time `json:"ended,omitzero"`
+	ID       string  `json:"id"`
+	Session  string  `json:"session"`
+	Parent   string  `json:"parent,omitempty"`
+	Agent    string  `json:"agent"`
+	Task     string  `json:"task"`
+	Limits   Limits  `json:"limits"`
+	State    string  `json:"state"`
+	Reason   string  `json:"reason,omitempty"`
+	Message  string  `json:"message,omitempty"` // the agent's finish message
+	Error    string  `json:"error,omitempty"`
+	Steps    int     `json:"steps"`
+	Tokens   int64   `json:"tokens"`
+	Cost     float64 `json:"cost"`
+	Restarts int     `json:"restarts"`
+	// PluginPID is the agent process's pid: the one running now, or the
+	// last one once the run has ended.
+	PluginPID int       `json:"plugin_pid,omitempty"`
+	StartSeq  uint64    `json:"start_seq"`         // run_started's seq
+	EndSeq    uint64    `json:"end_seq,omitempty"` // run_ended's
+	Started   time.Time `json:"started"`
+	Ended     time.Time `json:"ended,omitzero"`
 }
 
 // Controller runs agents in sessions, one top-level run per session at a

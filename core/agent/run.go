@@ -166,6 +166,11 @@ func (r *run) loop() outcome {
 				continue
 			}
 			proc, seen = p, 0
+			if pp, ok := p.(interface{ PID() int }); ok {
+				r.mu.Lock()
+				r.info.PluginPID = pp.PID()
+				r.mu.Unlock()
+			}
 		}
 		evs, last, err := r.eventsAfter(seen)
 		if err != nil {

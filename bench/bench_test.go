@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if code, ok := serveChild(); ok {
 		os.Exit(code)
 	}
+	if code, ok := pluginChild(); ok {
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -408,4 +409,62 @@ func TestParentKilled(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("plugin exited %s after its parent", time.Since(begin).Round(time.Millisecond))
+}
+
+// BenchmarkStep is a Step round trip through go-plugin (gRPC on a unix
+// socket, AutoMTLS) to a plugin process; target under 300 µs at p50.
+func BenchmarkStep(b *testing.B) {
+	cfg := Config{Command: []string{os.Args[0]}, Env: []string{"PLUGINS_TEST_AGENT=echo"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	p, err := Start(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Kill()
+	req := &pb.StepRequest{Session: "s", Task: "t", Events: [][]byte{[]byte(`{"seq":1,"kind":"sandbox_started"}`)}}
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		begin := time.Now()
+		if _, err := p.Step(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(begin))
+	}
+	reportP50(b, lat)
+}
+
+// BenchmarkStepInProcess is the same agent's Step called directly.
+func BenchmarkStepInProcess(b *testing.B) {
+	a := &testAgent{mode: "echo"}
+	req := &pb.StepRequest{Session: "s", Task: "t", Events: [][]byte{[]byte(`{"seq":1,"kind":"sandbox_started"}`)}}
+	for b.Loop() {
+		if _, err := a.Step(context.Background(), req, NoHost{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStart is a plugin's start: exec, handshake with AutoMTLS, Info.
+func BenchmarkStart(b *testing.B) {
+	cfg := Config{Command: []string{os.Args[0]}, Env: []string{"PLUGINS_TEST_AGENT=echo"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		begin := time.Now()
+		p, err := Start(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(begin))
+		b.StopTimer()
+		p.Kill()
+		b.StartTimer()
+	}
+	reportP50(b, lat)
+}
+
+func reportP50(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	}
 }

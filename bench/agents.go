@@ -185,6 +185,7 @@ func (b *bench) agents(ctx context.Context, s *Section) error {
 		Row{
 			Name: "harness's share of a scripted run", Figure: Measure{Value: run.share(), Unit: unitFraction},
 			Baseline: labelled("agent", Measure{Value: float64(run.plugin) / float64(run.wall), Unit: unitFraction}),
+			Ratio:    ratio(run.share(), float64(run.plugin)/float64(run.wall)), RatioOf: "harness/agent",
 		},
 	)
 	return nil

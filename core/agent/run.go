@@ -211,7 +211,16 @@ var errStepTimeout = errors.New("step timeout")
 
 // launch starts the agent's process.
 func (r *run) launch() (Agent, error) {
-	return r.c.opts.Launcher.Launch(r.ctx, Spec{Agent: r.agent, Session: r.session, Run: r.id, Host: r, Logger: r.log})
+	begin := time.Now()
+	a, err := r.c.opts.Launcher.Launch(r.ctx, Spec{Agent: r.agent, Session: r.session, Run: r.id, Host: r, Logger: r.log})
+	if err == nil {
+		pid := 0
+		if pp, ok := a.(interface{ PID() int }); ok {
+			pid = pp.PID()
+		}
+		r.log.Info("agent started", "pid", pid, "name", a.Info().GetName(), "version", a.Info().GetVersion(), "took", time.Since(begin).Round(time.Millisecond))
+	}
+	return a, err
 }
 
 // crashed records a failure of the plugin and waits before the restart;

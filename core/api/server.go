@@ -311,7 +311,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	if _, err := s.d.Get(r.Context(), id); err != nil {
+	if err := s.d.Exists(r.Context(), id); err != nil {
 		s.failErr(w, r, err)
 		return
 	}

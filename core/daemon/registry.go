@@ -205,6 +205,18 @@ func (d *Daemon) Get(ctx context.Context, id string) (Info, error) {
 	return d.info(s, ls), nil
 }
 
+// Exists reports, as an error matching ErrNotFound, a session the store
+// does not hold. Unlike Get it never waits for a running command.
+func (d *Daemon) Exists(ctx context.Context, id string) error {
+	if _, err := d.st.Session(ctx, id); err != nil {
+		if errors.Is(err, record.ErrNotFound) {
+			return fmt.Errorf("%w: session %s", ErrNotFound, id)
+		}
+		return err
+	}
+	return nil
+}
+
 // List returns every session the store holds, oldest first.
 func (d *Daemon) List(ctx context.Context) ([]Info, error) {
 	all, err := d.st.Sessions(ctx)
@@ -386,7 +398,9 @@ func (d *Daemon) release(ls *liveSession) {
 // last event (sandbox_stopped), at once for a session that has ended, or
 // an error when ctx ends.
 func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow bool, fn func(event.Event) error) error {
-	if _, err := d.Get(ctx, id); err != nil {
+	// Exists, not Get: Get asks a live session's terminal for its
+	// shell's pid, which waits while a command runs.
+	if err := d.Exists(ctx, id); err != nil {
 		return err
 	}
 	d.mu.Lock()

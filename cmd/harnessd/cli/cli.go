@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/cmd/harnessd/serve"
+	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
@@ -508,7 +509,26 @@ func Summary(ev event.Event) string {
 		head += fmt.Sprintf(" (answers #%d)", ev.Cause)
 	}
 	var detail string
-	switch p := ev.Payload.(type) {
+	switch p := agent.Unwrap(ev).(type) {
+	case agent.RunStarted:
+		detail = fmt.Sprintf("run %s, agent %s: %s", p.Run, p.Agent, oneLine(p.Task, 100))
+	case agent.RunEnded:
+		detail = fmt.Sprintf("run %s %s, %d steps, %d tokens, cost %.4f", p.Run, p.Reason, p.Steps, p.Tokens, p.Cost)
+	case agent.AgentStep:
+		detail = fmt.Sprintf("run %s step %d: %s, %d+%d tokens", p.Run, p.Step, p.Action, p.PromptTokens, p.CompletionTokens)
+		if p.Thought != "" {
+			detail += ": " + oneLine(p.Thought, 80)
+		}
+	case agent.GuidanceLoaded:
+		detail = strings.Join(p.Files, ", ")
+	case agent.ContextMasked:
+		detail = fmt.Sprintf("%d observations masked, %d -> %d tokens", len(p.Seqs), p.TokensBefore, p.TokensAfter)
+	case agent.DelegateResult:
+		detail = fmt.Sprintf("run %s %s: %s", p.Run, p.Reason, oneLine(p.Message+p.Error, 100))
+	case event.Delegate:
+		detail = p.Agent + ": " + oneLine(p.Task, 100)
+	case event.AgentCrashed:
+		detail = oneLine(p.Reason, 120)
 	case event.CmdRun:
 		detail = "$ " + oneLine(p.Command, 120)
 		if p.IsInput {

@@ -35,6 +35,12 @@ func TestMain(m *testing.M) {
 // replaying steps, and returns its socket.
 func daemon(t *testing.T, steps ...string) string {
 	t.Helper()
+	return daemonWith(t, map[string][]string{"scripted": steps})
+}
+
+// daemonWith starts a daemon with one scripted agent per script.
+func daemonWith(t *testing.T, scripts map[string][]string) string {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.Daemon.DataDir = dir
@@ -42,11 +48,13 @@ func daemon(t *testing.T, steps ...string) string {
 	cfg.Daemon.ShutdownGrace = config.Duration{Duration: time.Second}
 	cfg.Sandbox.Driver = config.DriverNone
 	cfg.Run.Agent = "scripted"
-	script := filepath.Join(dir, "script.jsonl")
-	os.WriteFile(script, []byte(strings.Join(steps, "\n")+"\n"), 0o644)
-	a := cfg.Agents["scripted"]
-	a.Script = script
-	cfg.Agents["scripted"] = a
+	for name, steps := range scripts {
+		script := filepath.Join(dir, name+".jsonl")
+		os.WriteFile(script, []byte(strings.Join(steps, "\n")+"\n"), 0o644)
+		a := cfg.Agents["scripted"]
+		a.Script = script
+		cfg.Agents[name] = a
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -132,5 +140,33 @@ func TestRunStopped(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(context.Background(), socket, "run", "--agent", "nope", "x"); code != 1 || !strings.Contains(errOut, "unknown agent") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// TestReplayDelegation: a session where an agent delegated reads back as a
+// whole history, the sub-run's events between the delegate and its answer.
+func TestReplayDelegation(t *testing.T) {
+	socket := daemonWith(t, map[string][]string{
+		"scripted": {`{"action": {"kind": "delegate", "agent": "helper", "task": "say hi"}}`, `{"reply": "<finish>done</finish>"}`},
+		"helper":   {`{"action": {"kind": "cmd_run", "command": "echo hi"}}`, `{"reply": "<finish>said hi</finish>"}`},
+	})
+	out, errOut, code := runCLI(context.Background(), socket, "run", "--json", "delegate")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var session string
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, `"session":"`); i >= 0 {
+			session = strings.SplitN(l[i+11:], `"`, 2)[0]
+			break
+		}
+	}
+	out, errOut, code = runCLI(context.Background(), socket, "replay", session)
+	if code != 0 || !strings.Contains(out, "# delegating to helper: say hi") || !strings.Contains(out, "# delegated run r") || !strings.Contains(errOut, "no gaps") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, _ = runCLI(context.Background(), socket, "events", session)
+	if !strings.Contains(out, "run_ended") || !strings.Contains(out, "finished, 2 steps") {
+		t.Fatalf("%s", out)
 	}
 }

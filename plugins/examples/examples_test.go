@@ -25,6 +25,48 @@ import (
 	"github.com/harnessd/harnessd/plugins"
 )
 
+// TestMain is also a host that starts the Python agent, says its pid and
+// waits to be killed (TestPythonParentKilled).
+func TestMain(m *testing.M) {
+	if os.Getenv("EXAMPLES_PARENT") == "1" {
+		script, _ := filepath.Abs("python/agent.py")
+		p, err := plugins.Start(context.Background(), plugins.Config{Command: []string{python, script}, Env: append(plugins.BaseEnv, "TEST_MARK="+os.Getenv("TEST_MARK"))})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(p.PID())
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestPythonParentKilled: the Python agent exits by itself when the
+// daemon that started it is killed with SIGKILL.
+func TestPythonParentKilled(t *testing.T) {
+	mark := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "EXAMPLES_PARENT=1", "TEST_MARK="+mark)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 256)
+	n, _ := out.Read(line)
+	if _, err := strconv.Atoi(strings.TrimSpace(string(line[:n]))); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the parent said %q", line[:n])
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	noStrays(t, mark) // within 5s
+}
+
 // python is Debian's interpreter, which has python3-grpcio (scripts/test
 // installs it); a python3 earlier in PATH (pyenv) may not.
 const python = "/usr/bin/python3"

@@ -135,7 +135,10 @@ def watch_parent(stop):
     ppid = os.getppid()
     while not stop.wait(0.2):
         if os.getppid() != ppid:
-            log("harnessd (pid %d) is gone; exiting" % ppid)
+            try:
+                log("harnessd (pid %d) is gone; exiting" % ppid)
+            except OSError:
+                pass  # stderr went with harnessd
             os._exit(3)
 
 

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if code, ok := serveChild(); ok {
 		os.Exit(code)
 	}
+	if code, ok := pluginChild(); ok {
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 
@@ -94,6 +97,8 @@ func TestQuick(t *testing.T) {
 		"sandbox/shells gone after delete",
 		"sessions/daemon RSS / idle session @100",
 		"sessions/native: daemon RSS / idle session @10",
+		"agents/Step through go-plugin p50",
+		"agents/plugin start p50",
 	} {
 		if !names[want] {
 			t.Errorf("no row %q", want)

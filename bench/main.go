@@ -17,6 +17,11 @@
 //   - tmux: the same round trip through a tmux pane driven the way
 //     OpenHands' runtime drives it (send-keys, then capture-pane polling for
 //     a marker), polling every 500 ms and every 10 ms.
+//   - agents: a Step round trip through go-plugin (an empty action) beside
+//     the same call in process and beside `true` in a warm terminal; a
+//     plugin's start (exec, handshake with AutoMTLS, Info); and a 100-step
+//     scripted run end to end (20 under -quick), with the harness's share
+//     of its wall time.
 //   - lines: 100,000 and 100,001 lines end to end through session.Command
 //     (PTY, clean, trim, spill to the bbolt store's outputs) against the same command into
 //     /dev/null under `bash -c`, and onto a bare PTY read by a plain loop.
@@ -87,6 +92,9 @@ func main() {
 	if code, ok := serveChild(); ok {
 		os.Exit(code)
 	}
+	if code, ok := pluginChild(); ok {
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -121,6 +129,7 @@ var sections = []section{
 	{"api", "round trip of `true` through the daemon's API", (*bench).api},
 	{"sessions", "sessions created per second, and daemon memory per idle session", (*bench).sessions},
 	{"sandbox", "session create-to-first-prompt in a native sandbox, cold and from the warm pool", (*bench).sandbox},
+	{"agents", "the agent plugin boundary: a Step round trip, a plugin's start, a scripted run", (*bench).agents},
 	{"lines", "100,000 lines end to end (PTY -> clean -> trim -> spill)", (*bench).lines},
 	{"stream", "a long stream through session.Run", (*bench).stream},
 }

@@ -58,15 +58,16 @@ type Row struct {
 type Measure struct {
 	Label string  `json:"label,omitempty"` // what it is, for a baseline
 	Value float64 `json:"value"`
-	Unit  string  `json:"unit"` // unitSeconds, unitBytes, unitMBps, unitPerSec or unitCount
+	Unit  string  `json:"unit"` // unitSeconds, unitBytes, unitMBps, unitPerSec, unitCount or unitFraction
 }
 
 const (
-	unitSeconds = "s"
-	unitBytes   = "B"
-	unitMBps    = "MB/s" // 10^6 bytes a second
-	unitPerSec  = "/s"   // events (e.g. sessions created) a second
-	unitCount   = "count"
+	unitSeconds  = "s"
+	unitBytes    = "B"
+	unitMBps     = "MB/s" // 10^6 bytes a second
+	unitPerSec   = "/s"   // events (e.g. sessions created) a second
+	unitCount    = "count"
+	unitFraction = "fraction" // 0 to 1, shown as a percentage
 )
 
 func dur(d time.Duration) Measure { return Measure{Value: d.Seconds(), Unit: unitSeconds} }
@@ -218,6 +219,8 @@ func formatMeasure(m Measure) string {
 		return fmt.Sprintf("%.1f /s", m.Value)
 	case unitCount:
 		return fmt.Sprintf("%.0f", m.Value)
+	case unitFraction:
+		return fmt.Sprintf("%.1f%%", m.Value*100)
 	}
 	return fmt.Sprintf("%g %s", m.Value, m.Unit)
 }

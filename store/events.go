@@ -143,7 +143,7 @@ func (s *Store) Read(ctx context.Context, session string, after uint64, fn func(
 		decode := func(part int) {
 			errs[part] = nil
 			for i := part * n / parts; i < (part+1)*n/parts; i++ {
-				ev, err := event.Decode(c.event(i))
+				ev, err := decodeEvent(c.event(i))
 				if err != nil {
 					errs[part] = fmt.Errorf("%w: session %s seq %d: %w", ErrCorrupt, session, next+uint64(i), err)
 					return
@@ -153,7 +153,7 @@ func (s *Store) Read(ctx context.Context, session string, after uint64, fn func(
 		}
 		if n < 256 || parts == 1 {
 			for i := range n {
-				if evs[i], err = event.Decode(c.event(i)); err != nil {
+				if evs[i], err = decodeEvent(c.event(i)); err != nil {
 					return fmt.Errorf("%w: session %s seq %d: %w", ErrCorrupt, session, next+uint64(i), err)
 				}
 			}

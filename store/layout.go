@@ -83,7 +83,7 @@ func bytesToU64(b []byte) uint64     { return binary.BigEndian.Uint64(b) }
 func bytesToU32(b []byte) uint32     { return binary.BigEndian.Uint32(b) }
 func uvarint(b []byte) (uint64, int) { return binary.Uvarint(b) }
 
-// decodeEvent decodes a stored event.
+// decodeEvent decodes one stored event.
 func decodeEvent(data []byte) (event.Event, error) { return event.Decode(data) }
 
 func u64key(n uint64) []byte {

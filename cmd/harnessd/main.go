@@ -18,6 +18,7 @@ import (
 	"github.com/harnessd/harnessd/cmd/harnessd/demo"
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/sandbox"
+	"github.com/harnessd/harnessd/plugins/builtin"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -28,6 +29,11 @@ func main() {
 	// must take over before anything else runs.
 	if len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand {
 		sandbox.InitMain()
+	}
+	// So are the built-in agents (`harnessd plugin NAME`): go-plugin takes
+	// the process's stdout for its handshake.
+	if len(os.Args) > 1 && os.Args[1] == builtin.Command {
+		os.Exit(builtin.Main(os.Args[2:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

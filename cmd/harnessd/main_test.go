@@ -20,13 +20,14 @@ import (
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/systemd/sdtest"
+	"github.com/harnessd/harnessd/plugins/builtin"
 )
 
 // The test binary doubles as harnessd: with HARNESSD_BE_MAIN=1 it runs the
 // real command line, so these tests drive the real daemon and the real
 // client as separate processes, as a user would.
 func TestMain(m *testing.M) {
-	if os.Getenv("HARNESSD_BE_MAIN") == "1" || (len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand) {
+	if os.Getenv("HARNESSD_BE_MAIN") == "1" || (len(os.Args) > 1 && (os.Args[1] == sandbox.InitCommand || os.Args[1] == builtin.Command)) {
 		main()
 		return
 	}

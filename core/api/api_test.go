@@ -884,3 +884,35 @@ func TestShutdownGraceForRunningCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsDuringCommand: a session's events can be read while a command
+// runs in it (an agent's controller and host services read them then).
+func TestEventsDuringCommand(t *testing.T) {
+	td := startDaemon(t, testConfig(t, t.TempDir()))
+	ctx := context.Background()
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "busy"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		td.cl.Act(ctx, "busy", event.SourceUser, event.CmdRun{Command: "sleep 3"})
+	}()
+	defer func() { <-done }()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		begin := time.Now()
+		var kinds []event.Kind
+		if err := td.cl.Events(ctx, "busy", 0, false, func(ev event.Event) error { kinds = append(kinds, ev.Kind()); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(begin); took > time.Second {
+			t.Fatalf("reading the events took %s while a command ran", took)
+		}
+		if kinds[len(kinds)-1] == event.KindCmdRun {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cmd_run: %v", kinds)
+		}
+	}
+}

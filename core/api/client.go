@@ -81,6 +81,10 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
+	if ev, ok := out.(*event.Event); ok {
+		*ev, err = event.Decode(data)
+		return err
+	}
 	if u, ok := out.(json.Unmarshaler); ok {
 		return u.UnmarshalJSON(data)
 	}

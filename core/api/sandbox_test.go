@@ -190,3 +190,81 @@ func TestSandboxOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestClientWorkspace: a session can work in a client's own directory,
+// bound at /workspace, when the client (by its peer credentials) may write
+// it; what the agent writes there belongs to the client; purging the
+// session leaves the directory.
+func TestClientWorkspace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as another uid")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl is needed (scripts/test installs it): ", err)
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	cfg := nativeConfig(t)
+	cfg.Daemon.DataDir = filepath.Join(dir, "data")
+	cfg.Daemon.Socket = filepath.Join(dir, "h.sock")
+	cfg.Daemon.AllowUIDs = []int{65533, 65534}
+	td := startDaemon(t, cfg)
+	os.Chmod(td.socket, 0o666)
+	project := filepath.Join(dir, "project")
+	os.Mkdir(project, 0o755)
+	os.WriteFile(filepath.Join(project, "README"), []byte("mine\n"), 0o644)
+	os.Chown(project, 65533, 65533)
+	os.Chown(filepath.Join(project, "README"), 65533, 65533)
+
+	as := func(uid int, body string) (int, string) {
+		cmd := exec.Command(curl, "-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", td.socket, "-X", "POST", "-d", body, "http://x/v1/sessions")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("curl as %d: %v", uid, err)
+		}
+		i := strings.LastIndexByte(string(out), '\n')
+		var code int
+		fmt.Sscan(string(out[i+1:]), &code)
+		return code, string(out[:i])
+	}
+	for _, c := range []struct {
+		uid  int
+		ws   string
+		want string
+	}{
+		{65534, project, "may not write it"},
+		{65533, "project", "must be an absolute path"},
+		{65533, filepath.Join(dir, "missing"), "no such file"},
+		{65533, filepath.Join(project, "README"), "not a directory"},
+		{0, cfg.Daemon.DataDir, "harnessd's own data"},
+		{0, "/", "root directory"},
+	} {
+		if code, body := as(c.uid, fmt.Sprintf(`{"workspace":%q}`, c.ws)); code != 400 || !strings.Contains(body, c.want) {
+			t.Errorf("uid %d, workspace %s: %d %s, want 400 %q", c.uid, c.ws, code, body, c.want)
+		}
+	}
+	code, body := as(65533, fmt.Sprintf(`{"id":"mine","workspace":%q}`, project))
+	if code != 201 {
+		t.Fatalf("%d %s", code, body)
+	}
+	out := run(t, td.cl, "mine", "cat README && pwd && echo made > new.txt && id -u")
+	if out.Output != "mine\n/workspace\n0\n" {
+		t.Fatalf("%q", out.Output)
+	}
+	st, err := os.Stat(filepath.Join(project, "new.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := st.Sys().(*syscall.Stat_t).Uid; uid != 65533 {
+		t.Errorf("the agent's file belongs to uid %d on the host, want the client's 65533", uid)
+	}
+	if err := td.cl.DeleteSession(context.Background(), "mine", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(project, "README")); err != nil {
+		t.Fatalf("purging the session removed the client's directory: %v", err)
+	}
+}

@@ -20,10 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/pipeline"
-	"github.com/harnessd/harnessd/core/sandbox"
 )
 
 // Options configures a Server.
@@ -43,6 +43,9 @@ type Options struct {
 	// Default 512.
 	MaxConnsPerPeer int
 	Logger          *slog.Logger
+	// Runs drives agent runs (/v1/sessions/{id}/runs, /v1/runs/{id});
+	// nil answers those routes with 501.
+	Runs *agent.Controller
 }
 
 // Server serves the API of one Daemon.
@@ -258,6 +261,8 @@ func (s *Server) routes() {
 	s.route("/v1/sessions/{id}/actions", map[string]http.HandlerFunc{http.MethodPost: s.act})
 	s.route("/v1/sessions/{id}/replies", map[string]http.HandlerFunc{http.MethodPost: s.reply})
 	s.route("/v1/sessions/{id}/events", map[string]http.HandlerFunc{http.MethodGet: s.events})
+	s.route("/v1/sessions/{id}/runs", map[string]http.HandlerFunc{http.MethodPost: s.startRun})
+	s.route("/v1/runs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getRun, http.MethodDelete: s.stopRun})
 	s.route("/v1/outputs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.output})
 	s.route("/v1/approvals", map[string]http.HandlerFunc{http.MethodGet: s.listApprovals})
 	s.route("/v1/approvals/{session}/{seq}", map[string]http.HandlerFunc{http.MethodPost: s.decide})
@@ -274,11 +279,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeJSON(w, r, &req, true) {
 		return
 	}
-	// A client that is not root gets a sandbox whose files are its own in
-	// the workspace (as podman's --userns=keep-id); root's get the
-	// sandbox's dedicated unprivileged user, never host root.
-	if p, ok := PeerFrom(r.Context()); ok && p.UID != 0 {
-		req.Owner = &sandbox.User{UID: p.UID, GID: p.GID}
+	// The client's credentials decide whose files the sandbox makes: a
+	// client that is not root gets a sandbox whose files are its own (as
+	// podman's --userns=keep-id), root's the sandbox's dedicated
+	// unprivileged user, never host root; and whether a workspace it names
+	// may be bound.
+	if p, ok := PeerFrom(r.Context()); ok {
+		req.Requester = &daemon.Requester{UID: p.UID, GID: p.GID, Groups: p.Groups}
 	}
 	info, err := s.d.Create(r.Context(), req)
 	if err != nil {
@@ -406,7 +413,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	if _, err := s.d.Get(r.Context(), id); err != nil {
+	if err := s.d.Exists(r.Context(), id); err != nil {
 		s.failErr(w, r, err)
 		return
 	}
@@ -418,7 +425,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		flusher.Flush() // the client sees the stream start before the first event
 	}
 	bw := bufio.NewWriterSize(w, 32<<10)
-	err := s.d.Events(r.Context(), id, after, follow, func(raw []byte) error {
+	err := s.d.EventsRaw(r.Context(), id, after, follow, func(raw []byte) error {
 		if _, err := bw.Write(raw); err != nil {
 			return err
 		}
@@ -654,12 +661,20 @@ func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
 		status, code = http.StatusBadRequest, "bad_request"
 	case errors.Is(err, daemon.ErrTooMany):
 		status, code = http.StatusTooManyRequests, "too_many_sessions"
-	case errors.Is(err, daemon.ErrShuttingDown):
+	case errors.Is(err, daemon.ErrShuttingDown), errors.Is(err, agent.ErrShuttingDown):
 		status, code = http.StatusServiceUnavailable, "shutting_down"
 	case errors.Is(err, pipeline.ErrUnrecorded):
 		status, code = http.StatusInsufficientStorage, "record_incomplete"
 	case errors.Is(err, daemon.ErrStoreCannotWrite), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		status, code = http.StatusInsufficientStorage, "store_full"
+	case errors.Is(err, agent.ErrBusy):
+		status, code = http.StatusConflict, "run_active"
+	case errors.Is(err, agent.ErrNotFound):
+		status, code = http.StatusNotFound, "not_found"
+	case errors.Is(err, agent.ErrUnknownAgent):
+		status, code = http.StatusBadRequest, "unknown_agent"
+	case errors.Is(err, agent.ErrBadRequest):
+		status, code = http.StatusBadRequest, "bad_request"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		status, code = http.StatusServiceUnavailable, "canceled"
 	}

@@ -18,6 +18,9 @@ type Config struct {
 	Daemon   Daemon   `toml:"daemon"`
 	Sandbox  Sandbox  `toml:"sandbox"`
 	Hooks    Hooks    `toml:"hooks"`
+	Run      Run      `toml:"run"`
+	// Agents are the agents runs can use, by name ([agents.NAME]).
+	Agents map[string]Agent `toml:"agents"`
 }
 
 // Hooks is the [hooks] table: the Lua policies every action and
@@ -268,6 +271,8 @@ func Default() Config {
 				Ports: []int{80, 443},
 			},
 		},
+		Run:    defaultRun(),
+		Agents: defaultAgents(),
 	}
 }
 
@@ -305,6 +310,7 @@ func Parse(data []byte, name string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	c.fillAgentDefaults()
 	inFile := func(key string) bool { _, ok := lines[key]; return ok }
 	errs := c.check(inFile)
 	if len(errs) == 0 {

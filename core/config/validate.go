@@ -180,7 +180,7 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 			bad("sandbox.proxy.ports", "port %d of %d (%d) must be between 1 and 65535", i+1, len(sb.Proxy.Ports), p)
 		}
 	}
-	return errs
+	return append(errs, c.checkAgents()...)
 }
 
 // validDomainPattern accepts what the egress proxy does: "example.com",

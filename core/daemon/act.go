@@ -34,7 +34,7 @@ func (d *Daemon) Act(ctx context.Context, id string, src event.Source, p event.P
 			return event.Event{}, err
 		}
 	}
-	res, err := d.do(ctx, id, func(ls *liveSession) (pipeline.Result, error) {
+	res, err := d.do(ctx, id, func(ctx context.Context, ls *liveSession) (pipeline.Result, error) {
 		return d.pipe.Do(ctx, ls.sess, src, p)
 	})
 	switch {
@@ -60,7 +60,7 @@ func (d *Daemon) Reply(ctx context.Context, id string, r Reply) (ReplyResult, er
 		d.metrics.invalidActions.Inc()
 	}
 	var out ReplyResult
-	_, err = d.do(ctx, id, func(ls *liveSession) (pipeline.Result, error) {
+	_, err = d.do(ctx, id, func(ctx context.Context, ls *liveSession) (pipeline.Result, error) {
 		var err error
 		out, err = d.pipe.DoReply(ctx, ls.sess, src, a)
 		res := pipeline.Result{Observation: out.Observation}
@@ -72,15 +72,54 @@ func (d *Daemon) Reply(ctx context.Context, id string, r Reply) (ReplyResult, er
 	return out, err
 }
 
+// Record appends an event that is not an action (an agent run's
+// run_started, say) to a session, in the session's turn, and returns it as
+// recorded. Actions go through Act.
+func (d *Daemon) Record(ctx context.Context, id string, src event.Source, cause uint64, p event.Payload) (event.Event, error) {
+	if p == nil || p.Kind().IsAction() {
+		return event.Event{}, fmt.Errorf("%w: Record takes no actions (%v); use Act", ErrBadRequest, p)
+	}
+	if !src.Valid() {
+		return event.Event{}, fmt.Errorf("%w: source %q", ErrBadRequest, src)
+	}
+	res, err := d.do(ctx, id, func(ctx context.Context, ls *liveSession) (pipeline.Result, error) {
+		ev, err := ls.sess.Record(ctx, src, cause, p)
+		if err != nil {
+			return pipeline.Result{}, err
+		}
+		return pipeline.Result{Observation: &ev}, nil
+	})
+	if res.Observation == nil {
+		return event.Event{}, err
+	}
+	return *res.Observation, err
+}
+
+// Handle registers e as the executor of an action kind in every session
+// (pipeline.Handle): the agent controller carries out delegate this way.
+// An executor runs in the session's turn, and whatever it does in the same
+// session through Act, Reply or Record with the context it was given runs
+// in that turn too, without waiting for it.
+func (d *Daemon) Handle(kind event.Kind, e pipeline.Executor) { d.pipe.Handle(kind, e) }
+
+// turnKey marks a context whose holder has a session's turn: its value is
+// the *liveSession.
+type turnKey struct{}
+
 // do runs fn in the session's turn and maps what went wrong to the
-// daemon's errors.
-func (d *Daemon) do(ctx context.Context, id string, fn func(*liveSession) (pipeline.Result, error)) (pipeline.Result, error) {
-	ls, err := d.acquire(ctx, id)
+// daemon's errors. The context fn gets says that it holds the turn, so
+// that an executor acting in its own session (a delegated run) does not
+// wait for itself.
+func (d *Daemon) do(ctx context.Context, id string, fn func(context.Context, *liveSession) (pipeline.Result, error)) (pipeline.Result, error) {
+	ls, held, err := d.acquire(ctx, id)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	defer d.release(ls)
-	res, err := fn(ls)
+	if !held {
+		defer d.release(ls)
+		ctx = context.WithValue(ctx, turnKey{}, ls)
+	}
+	res, err := fn(ctx, ls)
 	if res.Observation != nil {
 		if o, ok := res.Observation.Payload.(event.CmdOutput); ok && res.Action.Kind() == event.KindCmdRun {
 			if o.ExitCode == -1 {

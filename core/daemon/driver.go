@@ -25,6 +25,7 @@ type placement struct {
 	sb    sandbox.Sandbox
 	term  *terminal.Terminal
 	ws    string
+	keep  bool // ws is a client's directory: never removed
 	proxy *egress
 }
 
@@ -35,7 +36,9 @@ func (p *placement) close() {
 	if p.proxy != nil {
 		p.proxy.close()
 	}
-	os.RemoveAll(p.ws)
+	if !p.keep {
+		os.RemoveAll(p.ws)
+	}
 }
 
 // setupSandboxes picks the driver harness.toml names and says, loudly,
@@ -114,11 +117,15 @@ func (d *Daemon) pooled() bool {
 	return d.conf().Sandbox.Driver == config.DriverNative && d.conf().Sandbox.PoolSize > 0
 }
 
-// place makes a new placement with its workspace at ws.
-// owner, if set, is the host user the sandbox's files belong to.
-func (d *Daemon) place(ctx context.Context, name, ws string, owner *sandbox.User) (*placement, error) {
-	if err := os.MkdirAll(ws, 0o700); err != nil {
-		return nil, err
+// place makes a new placement with its workspace at ws, whose files
+// belong to own (nil: the driver's default owner). A workspace the daemon
+// did not make is never created or removed here.
+func (d *Daemon) place(ctx context.Context, name, ws string, own *sandbox.User) (*placement, error) {
+	keep := !d.ownWorkspace(ws)
+	if !keep {
+		if err := os.MkdirAll(ws, 0o700); err != nil {
+			return nil, err
+		}
 	}
 	sc := d.conf().Sandbox
 	spec := sandbox.Spec{
@@ -127,7 +134,7 @@ func (d *Daemon) place(ctx context.Context, name, ws string, owner *sandbox.User
 		Image:     sc.Image,
 		Protected: sc.Protected,
 		Network:   sandbox.Network(sc.Network),
-		Owner:     owner,
+		Owner:     own,
 		Limits: sandbox.Limits{
 			MemoryBytes: int64(sc.MemoryMB) << 20,
 			Pids:        sc.Pids,
@@ -135,12 +142,14 @@ func (d *Daemon) place(ctx context.Context, name, ws string, owner *sandbox.User
 			TmpBytes:    int64(sc.TmpMB) << 20,
 		},
 	}
-	p := &placement{ws: ws}
+	p := &placement{ws: ws, keep: keep}
 	fail := func(err error) (*placement, error) {
 		if p.proxy != nil {
 			p.proxy.close()
 		}
-		os.RemoveAll(ws)
+		if !keep {
+			os.RemoveAll(ws)
+		}
 		return nil, err
 	}
 	if sc.Network == config.NetworkProxy {

@@ -29,6 +29,7 @@ type liveSession struct {
 	proxy     *egress       // nil unless network = "proxy"
 	turn      chan struct{} // one action at a time: hold the token to act
 	gone      chan struct{} // closed once sandbox_stopped is recorded
+	ending    chan struct{} // closed when end begins
 	mu        sync.Mutex
 	ended     bool // Close has been called (under mu)
 	// running is the seq of the cmd_run whose last observation said
@@ -54,10 +55,16 @@ type Info struct {
 type CreateRequest struct {
 	ID     string            `json:"id,omitempty"` // default a new random id
 	Labels map[string]string `json:"labels,omitempty"`
-	// Owner is the host user the sandbox's files belong to (core/api sets
-	// it from the client's SO_PEERCRED when the client is not root). Nil:
-	// the sandbox's dedicated unprivileged user.
-	Owner *sandbox.User `json:"-"`
+	// Workspace is an existing host directory to work in, bound
+	// read-write at /workspace, instead of a fresh empty one. The
+	// requester must be able to write it; it is never removed, not even
+	// by a purge.
+	Workspace string `json:"workspace,omitempty"`
+	// Requester is who asks, from the API's peer credentials: a client's
+	// workspace must be theirs to write, and the sandbox's files become
+	// theirs when the requester is not root (root's go to the sandbox's
+	// dedicated unprivileged user, never host root).
+	Requester *Requester `json:"-"`
 }
 
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -105,9 +112,18 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 			return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
 		}
 	}
-	// Pooled sandboxes were made before any client was known, for the
-	// dedicated user; a session owned by a client's user starts cold.
-	if d.pool != nil && req.Owner == nil {
+	own := owner(req.Requester)
+	if req.Workspace != "" {
+		// A client's directory: checked, never pooled (the pool's
+		// sandboxes have their own), owned by the client in the sandbox.
+		real, err := d.userWorkspace(req.Workspace, req.Requester)
+		if err != nil {
+			return Info{}, err
+		}
+		ws = real
+	} else if d.pool != nil && own == nil {
+		// Pooled sandboxes were made before any client was known, for the
+		// dedicated user; a session owned by a client's user starts cold.
 		if p, ok := d.pool.take(); ok {
 			warm, ws = p, p.ws
 			defer d.pool.refill()
@@ -123,7 +139,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
 	}
-	ls, err := d.start(ctx, id, ws, warm, req.Owner)
+	ls, err := d.start(ctx, id, ws, warm, own)
 	if err != nil {
 		// The record stays: it says the session never started.
 		d.bus.Append(context.WithoutCancel(ctx), id, event.Event{Session: id, Source: event.SourceRuntime, Time: time.Now().UTC(),
@@ -149,8 +165,8 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 
 // start starts a session's shell: in warm's sandbox if the pool had one,
 // else in a new sandbox (or on the host with driver none) with its
-// workspace at ws.
-func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, owner *sandbox.User) (*liveSession, error) {
+// workspace at ws, owned by own (nil: the driver's default).
+func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own *sandbox.User) (*liveSession, error) {
 	cfg := session.ConfigFrom(d.conf(), ws)
 	cfg.Events, cfg.Outputs, cfg.Logger = d.bus, d.outputs, d.log
 	cfg.Driver = d.driver.Name()
@@ -161,7 +177,7 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, owne
 	} else {
 		if warm == nil {
 			var err error
-			if warm, err = d.place(ctx, id, ws, owner); err != nil {
+			if warm, err = d.place(ctx, id, ws, own); err != nil {
 				return nil, err
 			}
 		}
@@ -174,7 +190,7 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, owne
 		}
 		return nil, err
 	}
-	ls := &liveSession{sess: sess, workspace: ws, turn: make(chan struct{}, 1), gone: make(chan struct{})}
+	ls := &liveSession{sess: sess, workspace: ws, turn: make(chan struct{}, 1), gone: make(chan struct{}), ending: make(chan struct{})}
 	if warm != nil && warm.proxy != nil {
 		ls.proxy = warm.proxy
 		ls.proxy.attach(sess, d.log)
@@ -207,6 +223,18 @@ func (d *Daemon) Get(ctx context.Context, id string) (Info, error) {
 	ls := d.live[id]
 	d.mu.Unlock()
 	return d.info(s, ls), nil
+}
+
+// Exists reports, as an error matching ErrNotFound, a session the store
+// does not hold. Unlike Get it never waits for a running command.
+func (d *Daemon) Exists(ctx context.Context, id string) error {
+	if _, err := d.st.Session(ctx, id); err != nil {
+		if errors.Is(err, record.ErrNotFound) {
+			return fmt.Errorf("%w: session %s", ErrNotFound, id)
+		}
+		return err
+	}
+	return nil
 }
 
 // List returns every session the store holds, oldest first.
@@ -258,7 +286,7 @@ func (d *Daemon) Delete(ctx context.Context, id string, purge bool) error {
 	if err := d.st.DeleteSession(ctx, id); err != nil && !errors.Is(err, record.ErrNotFound) {
 		return fmt.Errorf("daemon: purge session %s: %w", id, err)
 	}
-	if ws != "" {
+	if ws != "" && d.ownWorkspace(ws) { // a client's directory stays
 		if err := os.RemoveAll(ws); err != nil {
 			return fmt.Errorf("daemon: purge session %s: %w", id, err)
 		}
@@ -278,6 +306,7 @@ func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, rea
 		return
 	}
 	ls.ended = true
+	close(ls.ending)
 	ls.mu.Unlock()
 	ctx = context.WithoutCancel(ctx) // the end is recorded whoever asked for it
 	if err := ls.sess.Stop(ctx); err != nil {
@@ -321,38 +350,80 @@ func (d *Daemon) busy(id string) (*liveSession, bool) {
 	return ls, true
 }
 
-// acquire waits for a session's turn.
-func (d *Daemon) acquire(ctx context.Context, id string) (*liveSession, error) {
+// acquire waits for a session's turn, unless ctx says its holder has it
+// already (held).
+func (d *Daemon) acquire(ctx context.Context, id string) (ls *liveSession, held bool, err error) {
 	d.mu.Lock()
+	ls = d.live[id]
+	if mine, _ := ctx.Value(turnKey{}).(*liveSession); mine != nil && mine == ls {
+		// Shutdown waits for the holder; it must not be refused midway.
+		d.mu.Unlock()
+		if ls.isEnded() {
+			return nil, false, fmt.Errorf("%w: session %s has ended", ErrStopped, id)
+		}
+		return ls, true, nil
+	}
 	if d.closing {
 		d.mu.Unlock()
-		return nil, ErrShuttingDown
+		return nil, false, ErrShuttingDown
 	}
-	ls := d.live[id]
 	if ls != nil {
 		d.inflight.Add(1)
 	}
 	d.mu.Unlock()
 	if ls == nil {
 		if _, err := d.Get(ctx, id); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, fmt.Errorf("%w: session %s has ended; its events can still be read", ErrStopped, id)
+		return nil, false, fmt.Errorf("%w: session %s has ended; its events can still be read", ErrStopped, id)
 	}
 	select {
 	case ls.turn <- struct{}{}:
 	case <-ctx.Done():
 		d.inflight.Done()
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
-	ls.mu.Lock()
-	ended := ls.ended
-	ls.mu.Unlock()
-	if ended {
+	if ls.isEnded() {
 		d.release(ls)
-		return nil, fmt.Errorf("%w: session %s has ended", ErrStopped, id)
+		return nil, false, fmt.Errorf("%w: session %s has ended", ErrStopped, id)
 	}
-	return ls, nil
+	return ls, false, nil
+}
+
+func (ls *liveSession) isEnded() bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.ended
+}
+
+// Ending returns a channel closed once the session begins to end
+// (deleted, or the daemon shutting down), or at once for a session that is
+// not live: a long wait on the session's behalf (an agent's model call)
+// should give up then.
+func (d *Daemon) Ending(id string) <-chan struct{} {
+	d.mu.Lock()
+	ls := d.live[id]
+	d.mu.Unlock()
+	if ls == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return ls.ending
+}
+
+// Workspace returns a live session's workspace directory on the host.
+func (d *Daemon) Workspace(id string) (string, error) {
+	d.mu.Lock()
+	ls := d.live[id]
+	d.mu.Unlock()
+	if ls == nil {
+		if _, err := d.Get(context.Background(), id); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("%w: session %s has ended", ErrStopped, id)
+	}
+	return ls.workspace, nil
 }
 
 func (d *Daemon) release(ls *liveSession) {
@@ -360,14 +431,60 @@ func (d *Daemon) release(ls *liveSession) {
 	d.inflight.Done()
 }
 
-// Events calls fn with a session's events after seq after, in order, each
+// Events calls fn with a session's events after seq after, in order. With
+// follow it then waits for new ones, and returns nil after the session's
+// last event (sandbox_stopped), at once for a session that has ended, or
+// an error when ctx ends.
+func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow bool, fn func(event.Event) error) error {
+	// Exists, not Get: Get asks a live session's terminal for its
+	// shell's pid, which waits while a command runs.
+	if err := d.Exists(ctx, id); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	ls := d.live[id]
+	d.mu.Unlock()
+	if !follow || ls == nil {
+		return d.bus.Read(ctx, id, after, fn)
+	}
+	sub, cancel := context.WithCancel(ctx)
+	defer cancel()
+	evs, errs := d.bus.Subscribe(sub, id, after)
+	last := after
+	for {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				return <-errs
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+			last = ev.Seq
+			if ev.Kind() == event.KindSandboxStopped {
+				return nil
+			}
+		case err := <-errs:
+			return err
+		case <-ls.gone:
+			// Ended (sandbox_stopped is recorded): the rest of the
+			// history, then done, whatever the subscription has yet
+			// to deliver.
+			cancel()
+			return d.bus.Read(ctx, id, last, fn)
+		}
+	}
+}
+
+// EventsRaw calls fn with a session's events after seq after, in order, each
 // as its flat JSON (valid only until fn returns). What is stored goes out
 // as stored, without decoding (a replay only forwards it); with follow,
 // the live tail follows, and Events returns nil after the session's last
 // event (sandbox_stopped), at once for a session that has ended, or an
 // error when ctx ends.
-func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow bool, fn func(raw []byte) error) error {
-	if _, err := d.Get(ctx, id); err != nil {
+func (d *Daemon) EventsRaw(ctx context.Context, id string, after uint64, follow bool, fn func(raw []byte) error) error {
+	// Exists, not Get: reads never wait for a command.
+	if err := d.Exists(ctx, id); err != nil {
 		return err
 	}
 	d.mu.Lock()

@@ -12,12 +12,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/harnessd/harnessd/cmd/harnessd/serve"
+	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
@@ -41,7 +43,11 @@ daemon:
                                 shrinks its file); run it while the daemon is stopped
 
 client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --json for scripts):
-  session new [--id ID] [--label K=V]...   create a session; prints its id
+  run [--agent NAME] [--session ID | --workspace DIR] [--max-steps N] [--wall DUR] [--max-cost X] "TASK"
+                                           drive an agent through a task, printing each action and observation;
+                                           Ctrl-C stops the run; exits 0 only if the agent finished
+  session new [--id ID] [--label K=V]... [--workspace DIR]
+                                           create a session (in DIR, bound at /workspace); prints its id
   session ls                               list sessions
   session show ID                          one session
   session rm ID [--purge]                  end a session (--purge: and delete its history)
@@ -103,6 +109,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return c.approvals(args[1:])
 	case "approve", "deny":
 		return c.decide(args[0], args[1:])
+	case "run":
+		return c.run(args[1:])
 	case "version", "--version":
 		fmt.Fprintln(env.Stdout, "harnessd", env.Version)
 		return 0
@@ -343,6 +351,7 @@ func (c *cmd) session(args []string) int {
 	switch sub {
 	case "new":
 		id := fs.String("id", "", "session id (default: a new random one)")
+		workspace := fs.String("workspace", "", "work in this existing directory, bound at /workspace (default: a fresh empty one)")
 		labels := map[string]string{}
 		fs.Func("label", "a K=V label (repeatable)", func(v string) error {
 			k, val, ok := strings.Cut(v, "=")
@@ -359,7 +368,15 @@ func (c *cmd) session(args []string) int {
 		if len(pos) > 0 {
 			return c.usage("unexpected argument %q", pos[0])
 		}
-		info, err := c.client(*socket).CreateSession(c.ctx, daemon.CreateRequest{ID: *id, Labels: labels})
+		req := daemon.CreateRequest{ID: *id, Labels: labels}
+		if *workspace != "" {
+			abs, err := filepath.Abs(*workspace)
+			if err != nil {
+				return c.fail(err)
+			}
+			req.Workspace = abs
+		}
+		info, err := c.client(*socket).CreateSession(c.ctx, req)
 		if err != nil {
 			return c.fail(err)
 		}
@@ -548,7 +565,26 @@ func Summary(ev event.Event) string {
 		head += fmt.Sprintf(" (answers #%d)", ev.Cause)
 	}
 	var detail string
-	switch p := ev.Payload.(type) {
+	switch p := agent.Unwrap(ev).(type) {
+	case agent.RunStarted:
+		detail = fmt.Sprintf("run %s, agent %s: %s", p.Run, p.Agent, oneLine(p.Task, 100))
+	case agent.RunEnded:
+		detail = fmt.Sprintf("run %s %s, %d steps, %d tokens, cost %.4f", p.Run, p.Reason, p.Steps, p.Tokens, p.Cost)
+	case agent.AgentStep:
+		detail = fmt.Sprintf("run %s step %d: %s, %d+%d tokens", p.Run, p.Step, p.Action, p.PromptTokens, p.CompletionTokens)
+		if p.Thought != "" {
+			detail += ": " + oneLine(p.Thought, 80)
+		}
+	case agent.GuidanceLoaded:
+		detail = strings.Join(p.Files, ", ")
+	case agent.ContextMasked:
+		detail = fmt.Sprintf("%d observations masked, %d -> %d tokens", len(p.Seqs), p.TokensBefore, p.TokensAfter)
+	case agent.DelegateResult:
+		detail = fmt.Sprintf("run %s %s: %s", p.Run, p.Reason, oneLine(p.Message+p.Error, 100))
+	case event.Delegate:
+		detail = p.Agent + ": " + oneLine(p.Task, 100)
+	case event.AgentCrashed:
+		detail = oneLine(p.Reason, 120)
 	case event.CmdRun:
 		detail = "$ " + oneLine(p.Command, 120)
 		if p.IsInput {

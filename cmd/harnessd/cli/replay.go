@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/event"
 )
 
@@ -25,7 +26,7 @@ func (r *Replayer) Check(ev event.Event) error {
 		return fmt.Errorf("history broken: event #%d follows #%d", ev.Seq, r.n)
 	}
 	r.n = ev.Seq
-	if ev.Kind() == event.KindCmdRun {
+	if ev.IsAction() {
 		r.open[ev.Seq] = ev.Kind()
 	}
 	if ev.Cause != 0 {
@@ -39,17 +40,39 @@ func (r *Replayer) Check(ev event.Event) error {
 }
 
 // Done reports an action left without its observation, which only a
-// crash between the two can cause.
+// crash between the two can cause. Messages and finishes are their own
+// record: nothing answers them unless a hook refused them.
 func (r *Replayer) Done() error {
-	for seq := range r.open {
-		return fmt.Errorf("action #%d has no observation (the daemon stopped while it ran)", seq)
+	for seq, kind := range r.open {
+		if kind == event.KindCmdRun || kind == event.KindDelegate {
+			return fmt.Errorf("action #%d (%s) has no observation (the daemon stopped while it ran)", seq, kind)
+		}
 	}
 	return nil
 }
 
 // Transcript renders one event as a terminal session would have shown it.
 func Transcript(ev event.Event) string {
-	switch p := ev.Payload.(type) {
+	switch p := agent.Unwrap(ev).(type) {
+	case agent.RunStarted:
+		return fmt.Sprintf("# run %s started: agent %s, task: %s\n", p.Run, p.Agent, p.Task)
+	case agent.RunEnded:
+		return fmt.Sprintf("# run %s ended: %s after %d steps, %d tokens, cost %.4f\n", p.Run, p.Reason, p.Steps, p.Tokens, p.Cost)
+	case agent.AgentStep:
+		if p.Thought == "" {
+			return ""
+		}
+		return fmt.Sprintf("# (thinking) %s\n", p.Thought)
+	case agent.GuidanceLoaded:
+		return fmt.Sprintf("# guidance: %s\n", strings.Join(p.Files, ", "))
+	case agent.ContextMasked:
+		return fmt.Sprintf("# %d old observations masked to fit the context\n", len(p.Seqs))
+	case agent.DelegateResult:
+		return fmt.Sprintf("# delegated run %s (%s) ended %s: %s\n", p.Run, p.Agent, p.Reason, p.Message+p.Error)
+	case event.Delegate:
+		return fmt.Sprintf("# delegating to %s: %s\n", p.Agent, p.Task)
+	case event.AgentCrashed:
+		return fmt.Sprintf("# agent crashed: %s\n", p.Reason)
 	case event.CmdRun:
 		if p.IsInput {
 			return fmt.Sprintf("⌨ %s\n", p.Command)

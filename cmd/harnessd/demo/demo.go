@@ -10,16 +10,19 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/harnessd/harnessd/cmd/harnessd/serve"
+	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
@@ -35,8 +38,12 @@ type Options struct {
 	Dir string
 	// Config supplies the daemon's settings; the zero value means
 	// config.Default(). Its socket, data directory and store path are
-	// replaced by ones in Dir.
+	// replaced by ones in Dir, and its scripted agent's script by the
+	// demo's.
 	Config *config.Config
+	// AgentExe is the binary serving the built-in agents; default the
+	// running one (harnessd itself).
+	AgentExe string
 	// Logger receives the daemon's log; default: discarded, so the
 	// transcript stays readable.
 	Logger *slog.Logger
@@ -49,7 +56,7 @@ type act struct {
 	replies []daemon.Reply               // model replies, in order (a malformed one, then its fix)
 	want    string                       // what the act shows, printed when it holds
 	ok      func(o event.CmdOutput) bool // whether it holds
-	// vetoed, if set, must hold of the hook_veto one of the replies got.
+	// vetoed, if set, must hold of a hook_veto the act's replies got.
 	vetoed func(v event.HookVeto) bool
 }
 
@@ -79,59 +86,10 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 		log = slog.New(slog.DiscardHandler)
 	}
 
-	// The daemon, as `harnessd serve` runs it, until stopDaemon.
-	daemonCtx, stopDaemon := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopDaemon()
-	ready := make(chan string, 1)
-	served := make(chan error, 1)
-	go func() {
-		served <- serve.Run(daemonCtx, serve.Options{Config: cfg, Logger: log, Ready: func(s string) { ready <- s }})
-	}()
-	var socket string
-	select {
-	case socket = <-ready:
-	case err := <-served:
-		return fmt.Errorf("daemon did not start: %w", err)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	daemonDone := false
-	defer func() {
-		if !daemonDone {
-			stopDaemon()
-			<-served
-		}
-	}()
-
-	p := &printer{w: w}
-	p.f("== harnessd demo: a daemon on a temporary socket, one session driven through its API ==\n")
-	p.f("[harness] daemon pid %d serving %s; store %s (durability %s)\n", os.Getpid(), socket, cfg.Store.Path, cfg.Store.Durability)
-
-	cl := api.NewClient(socket)
-	defer cl.Close()
-	const id = "demo"
-	info, err := cl.CreateSession(ctx, daemon.CreateRequest{ID: id, Labels: map[string]string{"agent": "scripted"}})
-	if err != nil {
-		return err
-	}
-	ws := info.Workspace
-	p.f("[harness] POST /v1/sessions -> session %q, shell pid %d, workspace %s\n", info.ID, info.PID, ws)
-	p.f("[harness] GET /v1/sessions/%s/events?follow=true: every event below arrives on that stream\n", id)
-
-	// Follow the session's events over the API, as a client would.
-	events := make(chan event.Event, 64)
-	followed := make(chan error, 1)
-	go func() {
-		defer close(events)
-		followed <- cl.Events(ctx, id, 0, true, func(ev event.Event) error {
-			events <- ev
-			return nil
-		})
-	}()
-	p.events, p.errs = events, followed
-	if err := p.until(1); err != nil {
-		return err
-	}
+	// The script: what a model would say, act by act. The scripted agent
+	// replays it from a real plugin process, and every reply goes through
+	// the daemon's parser and pipeline, as a model's would.
+	var ws string // the session's workspace, once it exists
 	cwd := func(o event.CmdOutput) string { return o.Cwd }
 	var pid int // the shell's, from the first observation
 	var shellPID string
@@ -215,7 +173,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 			},
 		},
 	}
-	if info.Workspace != "" && cfg.Sandbox.Driver == config.DriverNative {
+	if cfg.Sandbox.Driver == config.DriverNative {
 		acts = append(acts, act{
 			title: "Act 9 · the sandbox: secrets unreadable, system read-only, no network, host untouched",
 			replies: []daemon.Reply{text("```bash\n" +
@@ -233,66 +191,142 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 		})
 	}
 
-	var failed []string
-	var bigOutput string
-	for _, a := range acts {
-		p.f("\n──────── %s ────────\n", a.title)
-		var last *event.CmdOutput
-		vetoed := false
-		for _, reply := range a.replies {
-			shown := reply.Text
-			if reply.Tool != "" {
-				shown = reply.Tool + string(reply.Arguments)
-			}
-			p.f("  [model]   %s\n", oneLine(shown, 100))
-			res, err := cl.Reply(ctx, id, reply)
-			if err != nil {
-				return err
-			}
-			var seq uint64
-			for _, ev := range []*event.Event{res.Action, res.Observation} {
-				if ev != nil {
-					seq = max(seq, ev.Seq)
-				}
-			}
-			if res.Observation != nil {
-				if v, ok := res.Observation.Payload.(event.HookVeto); ok && a.vetoed != nil && a.vetoed(v) {
-					vetoed = true
-				}
-				if o, ok := res.Observation.Payload.(event.CmdOutput); ok {
-					last = &o
-					if o.Trimmed != nil && o.Trimmed.LinesTotal > 100000 {
-						bigOutput = o.Trimmed.OutputID
-					}
-				}
-			}
-			if err := p.until(seq); err != nil {
-				return err
-			}
-		}
-		switch {
-		case a.vetoed != nil && !vetoed:
-			p.f("  ✗ expected a hook_veto\n")
-			failed = append(failed, a.title+": no veto")
-		case last == nil:
-			failed = append(failed, a.title+": no command ran")
-		case a.ok(*last):
-			p.f("  ✓ %s\n", a.want)
-		default:
-			p.f("  ✗ expected %s\n", a.want)
-			failed = append(failed, a.title)
+	var steps []string
+	firstStep := map[int]int{} // a step's number -> the act it opens
+	for i, a := range acts {
+		firstStep[len(steps)+1] = i
+		for _, r := range a.replies {
+			steps = append(steps, scriptStep(r))
 		}
 	}
-	fin, err := cl.Reply(ctx, id, text("All done. <finish>demo complete</finish>"))
+	steps = append(steps, scriptStep(text("All done. <finish>demo complete</finish>")))
+	script := filepath.Join(dir, "demo-script.jsonl")
+	if err := os.WriteFile(script, []byte(strings.Join(steps, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	cfg.Agents = maps.Clone(cfg.Agents)
+	scripted := cfg.Agents[config.BuiltinScripted]
+	scripted.Builtin, scripted.Command, scripted.Script = config.BuiltinScripted, nil, script
+	cfg.Agents[config.BuiltinScripted] = scripted
+
+	// The daemon, as `harnessd serve` runs it, until stopDaemon.
+	daemonCtx, stopDaemon := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDaemon()
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- serve.Run(daemonCtx, serve.Options{Config: cfg, Logger: log, Ready: func(s string) { ready <- s }, AgentExe: opts.AgentExe})
+	}()
+	var socket string
+	select {
+	case socket = <-ready:
+	case err := <-served:
+		return fmt.Errorf("daemon did not start: %w", err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	daemonDone := false
+	defer func() {
+		if !daemonDone {
+			stopDaemon()
+			<-served
+		}
+	}()
+
+	p := &printer{w: w}
+	p.f("== harnessd demo: a daemon on a temporary socket, an agent plugin driving one session through its API ==\n")
+	p.f("[harness] daemon pid %d serving %s; store %s (durability %s)\n", os.Getpid(), socket, cfg.Store.Path, cfg.Store.Durability)
+
+	cl := api.NewClient(socket)
+	defer cl.Close()
+	const id = "demo"
+	info, err := cl.CreateSession(ctx, daemon.CreateRequest{ID: id, Labels: map[string]string{"agent": "scripted"}})
 	if err != nil {
 		return err
 	}
-	if fin.Action == nil {
-		return errors.New("the finish reply was not recorded as an action")
-	}
-	if err := p.until(fin.Action.Seq); err != nil {
+	ws = info.Workspace
+	p.f("[harness] POST /v1/sessions -> session %q, shell pid %d, workspace %s\n", info.ID, info.PID, ws)
+	p.f("[harness] GET /v1/sessions/%s/events?follow=true: every event below arrives on that stream\n", id)
+
+	// Follow the session's events over the API, as a client would.
+	events := make(chan event.Event, 64)
+	followed := make(chan error, 1)
+	go func() {
+		defer close(events)
+		followed <- cl.Events(ctx, id, 0, true, func(ev event.Event) error {
+			events <- ev
+			return nil
+		})
+	}()
+	p.events, p.errs = events, followed
+	if err := p.until(1); err != nil {
 		return err
 	}
+
+	run, err := cl.StartRun(ctx, id, agent.Request{Agent: config.BuiltinScripted, Task: "show what the harness does: a persistent shell, exit codes, trimming, malformed replies, timeouts, the sandbox"})
+	if err != nil {
+		return err
+	}
+	p.f("[harness] POST /v1/sessions/%s/runs {agent: scripted} -> run %s: the agent is its own process (`harnessd plugin scripted`, go-plugin over gRPC with AutoMTLS), replaying %d replies a model could have sent\n", id, run.ID, len(steps))
+
+	var failed []string
+	var bigOutput string
+	act := -1
+	ran := map[int]bool{}    // acts whose command's output came back
+	vetoed := map[int]bool{} // acts whose veto came back
+	ended, err := p.follow(run.ID, func(e event.Event) {
+		switch v := agent.Unwrap(e).(type) {
+		case agent.AgentStep:
+			if i, ok := firstStep[v.Step]; ok && v.Run == run.ID {
+				act = i
+				p.f("\n──────── %s ────────\n", acts[i].title)
+			}
+		case event.HookVeto:
+			if act >= 0 && acts[act].vetoed != nil && acts[act].vetoed(v) {
+				vetoed[act] = true
+			}
+		case event.CmdOutput:
+			if act < 0 || ran[act] {
+				return
+			}
+			ran[act] = true
+			if v.Trimmed != nil && v.Trimmed.LinesTotal > 100000 {
+				bigOutput = v.Trimmed.OutputID
+			}
+			if acts[act].ok(v) {
+				p.f("  ✓ %s\n", acts[act].want)
+			} else {
+				p.f("  ✗ expected %s\n", acts[act].want)
+				failed = append(failed, acts[act].title)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for i, a := range acts {
+		if !ran[i] {
+			failed = append(failed, a.title+": no command ran")
+		}
+		if a.vetoed != nil && !vetoed[i] {
+			failed = append(failed, a.title+": no hook_veto")
+		}
+	}
+	if ended.Reason != agent.ReasonFinished {
+		failed = append(failed, "the run ended with "+ended.Reason+", not finished")
+	}
+	end, err := cl.Run(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	gone := "the plugin process is gone"
+	if end.PluginPID == 0 || end.PluginPID == os.Getpid() {
+		failed = append(failed, "the agent did not run as a process of its own")
+	} else if _, err := os.Stat(fmt.Sprintf("/proc/%d", end.PluginPID)); err == nil {
+		gone = "the plugin process is STILL THERE"
+		failed = append(failed, "the plugin outlived its run")
+	}
+	p.f("\n[harness] GET /v1/runs/%s -> %s after %d steps (%s): %q; plugin pid %d: %s\n", run.ID, end.Reason, end.Steps, end.Ended.Sub(end.Started).Round(time.Millisecond), end.Message, end.PluginPID, gone)
 
 	if bigOutput != "" {
 		page, err := cl.Output(ctx, bigOutput, 50000, 50002)
@@ -311,7 +345,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	if err := <-served; err != nil {
 		return fmt.Errorf("daemon shutdown: %w", err)
 	}
-	if err := p.until(fin.Action.Seq + 1); err != nil {
+	if err := p.until(end.EndSeq + 1); err != nil {
 		return err
 	}
 	if err := <-followed; err != nil {
@@ -367,6 +401,48 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	return p.err
 }
 
+// scriptStep is one step of the scripted agent's script: the reply as the
+// model sent it.
+func scriptStep(r daemon.Reply) string {
+	var b []byte
+	if r.Tool != "" {
+		b, _ = json.Marshal(map[string]any{"tool": r.Tool, "arguments": json.RawMessage(r.Arguments)})
+	} else {
+		b, _ = json.Marshal(map[string]string{"reply": r.Text})
+	}
+	return string(b)
+}
+
+// follow prints delivered events until the run's run_ended, calling fn
+// after printing each, and returns the run as run_ended tells it.
+func (p *printer) follow(run string, fn func(event.Event)) (agent.RunEnded, error) {
+	if p.seen == nil {
+		p.seen = map[uint64]event.Event{}
+	}
+	for {
+		select {
+		case e, ok := <-p.events:
+			if !ok {
+				err := <-p.errs
+				return agent.RunEnded{}, fmt.Errorf("event stream ended before the run did: %v", err)
+			}
+			p.seen[e.Seq] = e
+			if _, step := agent.Unwrap(e).(agent.AgentStep); step {
+				fn(e) // the act's title goes before its first step
+				p.event(e)
+			} else {
+				p.event(e)
+				fn(e)
+			}
+			if end, ok := agent.Unwrap(e).(agent.RunEnded); ok && end.Run == run {
+				return end, nil
+			}
+		case <-time.After(30 * time.Second):
+			return agent.RunEnded{}, errors.New("no event for 30s")
+		}
+	}
+}
+
 // printer writes the transcript and remembers the first write error. Events
 // are printed as the bus delivers them.
 type printer struct {
@@ -408,7 +484,15 @@ func (p *printer) until(seq uint64) error {
 
 func (p *printer) event(e event.Event) {
 	head := fmt.Sprintf("  #%-3d %-7s %-15s", e.Seq, e.Source, e.Kind())
-	switch pl := e.Payload.(type) {
+	switch pl := agent.Unwrap(e).(type) {
+	case agent.RunStarted:
+		p.f("%s run=%s agent=%s max_steps=%d\n", head, pl.Run, pl.Agent, pl.Limits.MaxSteps)
+	case agent.AgentStep:
+		p.f("%s step %d: %s (%dms in the plugin)\n", head, pl.Step, pl.Action, pl.DurationMS)
+	case agent.RunEnded:
+		p.f("%s run=%s reason=%s steps=%d %q\n", head, pl.Run, pl.Reason, pl.Steps, pl.Message)
+	case agent.GuidanceLoaded:
+		p.f("%s %s\n", head, strings.Join(pl.Files, ", "))
 	case event.CmdRun:
 		p.f("%s %s\n", head, oneLine(pl.Command, 90))
 	case event.CmdOutput:

@@ -19,11 +19,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/systemd"
 	"github.com/harnessd/harnessd/hooks"
+	"github.com/harnessd/harnessd/plugins/builtin"
 	"github.com/harnessd/harnessd/store"
 )
 
@@ -52,6 +54,10 @@ type Options struct {
 	// environment, the flags) on SIGHUP. Nil: SIGHUP is logged and
 	// ignored, never fatal.
 	Reload func() (config.Config, error)
+
+	// AgentExe is the binary that serves the built-in agents (`harnessd
+	// plugin NAME`); default the running one.
+	AgentExe string
 }
 
 // Run serves until ctx ends, then shuts down cleanly and returns nil; an
@@ -139,12 +145,25 @@ func Run(ctx context.Context, opts Options) error {
 		closeLn()
 		return err
 	}
+	ctrl, err := agent.New(agent.Options{
+		Sessions:     d,
+		Launcher:     builtin.Launcher(cfg, opts.AgentExe),
+		Agent:        builtin.Defaults(cfg),
+		DefaultAgent: cfg.Run.Agent,
+		Logger:       log,
+	})
+	if err != nil {
+		d.Shutdown(context.Background(), 0)
+		closeLn()
+		return err
+	}
 	srv := api.NewServer(d, api.Options{
 		MaxBody:         int64(cfg.Daemon.MaxBody),
 		BodyTimeout:     cfg.Daemon.BodyTimeout.Duration,
 		MaxConnsPerPeer: cfg.Daemon.MaxConnsPerPeer,
 		Allow:           api.AllowUsers(cfg.Daemon.AllowUIDs, cfg.Daemon.AllowGIDs),
 		Logger:          log,
+		Runs:            ctrl,
 	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -202,6 +221,11 @@ wait:
 		case <-sctxGrace.Done():
 		}
 	}()
+	// Runs first, while their sessions can still record run_ended; their
+	// plugins are killed as each ends.
+	if err := ctrl.Shutdown(sctxGrace, d.Grace()); err != nil {
+		log.Warn("agent runs", "err", err)
+	}
 	derr := d.Shutdown(sctxGrace, d.Grace())
 	endGrace()
 	signal.Stop(again)

@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestLoadGuidance(t *testing.T) {
+	ws := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(ws, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("AGENTS.md", "Run `make test` before finishing.\n")
+	write(".harness/guidance/a-always.md", "Use tabs.\n")
+	write(".harness/guidance/b-go.md", "---\ntriggers: [golang, \"go test\"]\n---\nGo: run go vet.\n")
+	write(".harness/guidance/c-py.md", "---\ntitle: python\ntriggers:\n  - pytest\n  - 'python'\n---\nPython: use pytest.\n")
+	write(".harness/guidance/d-big.md", strings.Repeat("x", maxGuidanceFile+1))
+	write(".harness/guidance/notes.txt", "not markdown")
+	if err := os.Symlink("/etc/passwd", filepath.Join(ws, ".harness/guidance/e-escape.md")); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		task, msg string
+		want      []string
+	}{
+		{"fix the build", "", []string{"AGENTS.md", ".harness/guidance/a-always.md"}},
+		{"make GO TEST pass", "", []string{"AGENTS.md", ".harness/guidance/a-always.md", ".harness/guidance/b-go.md"}},
+		{"fix it", "it is the Python part", []string{"AGENTS.md", ".harness/guidance/a-always.md", ".harness/guidance/c-py.md"}},
+	} {
+		files, skipped, err := LoadGuidance(ws, c.task, c.msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range files {
+			got = append(got, f.Path)
+			if strings.HasPrefix(f.Text, "---") {
+				t.Errorf("%s: frontmatter kept: %q", f.Path, f.Text)
+			}
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q: got %v, want %v", c.task, got, c.want)
+		}
+		if len(skipped) != 2 || !strings.Contains(skipped[0], "d-big.md: larger than 64 KiB") || !strings.Contains(skipped[1], "e-escape.md") {
+			t.Errorf("skipped %q", skipped)
+		}
+	}
+	if files, _, _ := LoadGuidance(ws, "golang", ""); files[2].Text != "Go: run go vet.\n" {
+		t.Errorf("%q", files[2].Text)
+	}
+}
+
+func TestFrontmatter(t *testing.T) {
+	for _, c := range []struct {
+		in, body string
+		triggers []string
+	}{
+		{"plain\n", "plain\n", nil},
+		{"---\ntriggers: docker\n---\nbody", "body", []string{"docker"}},
+		{"---\ntriggers: []\n---\nbody", "body", nil},
+		{"---\nno end\n", "---\nno end\n", nil},
+		{"---\ntriggers:\n- a\n- b\nother: x\n---\n\nbody", "\nbody", []string{"a", "b"}},
+	} {
+		body, tr := frontmatter(c.in)
+		if body != c.body || !reflect.DeepEqual(tr, c.triggers) {
+			t.Errorf("%q: %q %q, want %q %q", c.in, body, tr, c.body, c.triggers)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// decoderReady says whether decode.go reads what [run] and [agents.NAME]
+// need: floats (run.max_cost, temperature, prices) and a map of tables
+// (agents). The decoder on this branch does not (a float field panics, a
+// table in a map is refused); the reworked decoder does. Set it to true
+// when the two branches are merged: the tests it gates must then pass.
+const decoderReady = true
+
+func needDecoder(t *testing.T) {
+	t.Helper()
+	if !decoderReady {
+		t.Skip("needs the reworked config decoder (floats, maps of tables): set decoderReady after the merge")
+	}
+}
+
+// TestAgentsParse reads [run] and [agents.NAME] tables.
+func TestAgentsParse(t *testing.T) {
+	needDecoder(t)
+	src := `
+[run]
+agent = "local"
+max_cost = 2.5
+max_steps = 20
+[agents.local]
+builtin = "openai"
+base_url = "http://127.0.0.1:11434/v1"
+model = "qwen2.5-coder"
+temperature = 0.2
+headers = { "X-Team" = "a" }
+price_input = 0.15
+price_output = 0.6
+[agents.py]
+command = ["/usr/bin/python3", "agent.py"]
+sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+env = { LOG = "1" }
+`
+	c, err := Parse([]byte(src), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Agents["local"]
+	if c.Run.Agent != "local" || c.Run.MaxCost != 2.5 || c.Run.MaxSteps != 20 || c.Run.Wall.Duration != 30*time.Minute ||
+		l.Model != "qwen2.5-coder" || l.Temperature != 0.2 || l.Headers["X-Team"] != "a" || l.PriceOutput != 0.6 ||
+		!reflect.DeepEqual(c.Agents["py"].Command, []string{"/usr/bin/python3", "agent.py"}) {
+		t.Fatalf("%+v", c)
+	}
+	// A table given in the file replaces the default agents whole.
+	if _, ok := c.Agents["scripted"]; ok {
+		t.Errorf("[agents] in the file should replace the defaults")
+	}
+}
+
+// TestAgentsValidate runs without the decoder: the checks of [run] and
+// [agents.NAME] on a Config built in code.
+func TestAgentsValidate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		key  string
+	}{
+		{"unknown run agent", func(c *Config) { c.Run.Agent = "nope" }, "run.agent"},
+		{"negative cost", func(c *Config) { c.Run.MaxCost = -1 }, "run.max_cost"},
+		{"zero steps", func(c *Config) { c.Run.MaxSteps = 0 }, "run.max_steps"},
+		{"both", func(c *Config) { a := c.Agents["scripted"]; a.Command = []string{"x"}; c.Agents["scripted"] = a }, "agents.scripted.command"},
+		{"neither", func(c *Config) { c.Agents["x"] = Agent{} }, "agents.x.command"},
+		{"bad builtin", func(c *Config) { c.Agents["x"] = Agent{Builtin: "claude"} }, "agents.x.builtin"},
+		{"bad sha", func(c *Config) { c.Agents["x"] = Agent{Command: []string{"/bin/x"}, SHA256: "abc"} }, "agents.x.sha256"},
+		{"sha on builtin", func(c *Config) {
+			c.Agents["x"] = Agent{Builtin: "scripted", SHA256: strings.Repeat("a", 64)}
+		}, "agents.x.sha256"},
+		{"bad env", func(c *Config) {
+			c.Agents["x"] = Agent{Command: []string{"/bin/x"}, Env: map[string]string{"A=B": "1"}}
+		}, `agents.x.env."A=B"`},
+		{"bad name", func(c *Config) { c.Agents["../x"] = Agent{Builtin: "scripted"} }, `agents."../x"`},
+		{"bad url", func(c *Config) { a := c.Agents["openai"]; a.BaseURL = "ftp://x"; c.Agents["openai"] = a }, "agents.openai.base_url"},
+		{"hot", func(c *Config) { a := c.Agents["openai"]; a.Temperature = 3; c.Agents["openai"] = a }, "agents.openai.temperature"},
+		{"mode", func(c *Config) { a := c.Agents["openai"]; a.Mode = "chat"; c.Agents["openai"] = a }, "agents.openai.mode"},
+	} {
+		cfg := Default()
+		c.edit(&cfg)
+		err := cfg.Validate()
+		var ke *KeyError
+		if !errors.As(err, &ke) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.key)
+		}
+	}
+	if err := Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -48,5 +48,5 @@ func ExampleToolCall() {
 	// arguments are a Python literal, not JSON
 	// Tool arguments must be JSON: double quotes around strings and keys, true/false/null instead of True/False/None. Resend the call to bash with these arguments:
 	// {"command": "ls -la", "is_input": false}
-	// {Command:C-c IsInput:true TimeoutS:0 Reset:false}
+	// {Command:C-c IsInput:true TimeoutS:0 Reset:false Rewritten:<nil>}
 }

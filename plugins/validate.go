@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"unicode/utf8"
 
+	"github.com/harnessd/harnessd/core/agent"
 	pb "github.com/harnessd/harnessd/plugins/proto"
 )
 
@@ -48,23 +49,8 @@ func ValidateInfo(in *pb.InfoResponse) error {
 	return nil
 }
 
-// Kind names what a step response asks for: an action kind, "reply" for
-// a reply the host parses, or "think" for a thought alone.
-func Kind(r *pb.StepResponse) string {
-	switch r.GetAction().(type) {
-	case *pb.StepResponse_CmdRun:
-		return "cmd_run"
-	case *pb.StepResponse_Message:
-		return "message"
-	case *pb.StepResponse_Finish:
-		return "finish"
-	case *pb.StepResponse_Delegate:
-		return "delegate"
-	case *pb.StepResponse_Reply:
-		return "reply"
-	}
-	return "think"
-}
+// Kind names what a step response asks for (agent.StepKind).
+func Kind(r *pb.StepResponse) string { return agent.StepKind(r) }
 
 // Validate checks a StepResponse against the contract and the actions the
 // agent declared (nil or empty: any). It checks shapes and bounds, not

@@ -294,7 +294,7 @@ func (r *run) step(resp *pb.StepResponse, took time.Duration) (outcome, bool) {
 	r.info.Tokens += u.GetPromptTokens() + u.GetCompletionTokens()
 	r.info.Cost += u.GetCost()
 	r.mu.Unlock()
-	kind := pluginsKind(resp)
+	kind := StepKind(resp)
 	rec := AgentStep{Run: r.id, Step: n, Action: kind, Model: u.GetModel(), PromptTokens: u.GetPromptTokens(),
 		CompletionTokens: u.GetCompletionTokens(), Cost: u.GetCost(), Thought: resp.GetThought(), DurationMS: took.Milliseconds()}
 	if _, err := r.record(r.ctx, rec); err != nil {
@@ -399,8 +399,10 @@ func payload(resp *pb.StepResponse) event.Payload {
 	return nil
 }
 
-// pluginsKind names a step's answer as agent_step records it.
-func pluginsKind(r *pb.StepResponse) string {
+// StepKind names what a step response asks for, as agent_step records it:
+// an action kind, "reply" for a reply the host parses, or "think" for a
+// thought alone.
+func StepKind(r *pb.StepResponse) string {
 	switch r.GetAction().(type) {
 	case *pb.StepResponse_CmdRun:
 		return "cmd_run"

@@ -226,8 +226,6 @@ func TestBadInput(t *testing.T) {
 		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"echo a\u0000b"}`, 400, "bad_request"},
 		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"ls","timeout_s":-5}`, 400, "bad_request"},
 		{"POST", "/v1/sessions/s/actions", `{"kind":"cmd_run","command":"ls","timeout_s":1e308}`, 400, "bad_request"},
-		// No executor: refused, never answered as if it had been done.
-		{"POST", "/v1/sessions/s/actions", `{"kind":"delegate","agent":"x","task":"y"}`, 400, "bad_request"},
 		{"GET", "/v1/sessions/../../etc/passwd", ``, 404, "not_found"},
 		{"GET", "/v1/sessions//s", ``, 404, "not_found"},
 		{"POST", "/v1/sessions", `{"id":"x","color":"red"}`, 400, "unknown_field"},

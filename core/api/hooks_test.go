@@ -176,6 +176,34 @@ func TestHooks(t *testing.T) {
 	if err := td.cl.Decide(ctx, "h", 999, true); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
 		t.Errorf("deciding nothing: %v", err)
 	}
+
+	// A session that ends while an action waits for a person answers it
+	// at once, rather than keep its end waiting for the ask timeout.
+	done := make(chan event.Event, 1)
+	go func() {
+		ev, _ := td.cl.Act(ctx, "h", event.SourceAgent, event.CmdRun{Command: "git push"})
+		done <- ev
+	}()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if l, _ := td.cl.Approvals(ctx); len(l) == 1 {
+			break
+		}
+	}
+	begin := time.Now()
+	if err := td.cl.DeleteSession(ctx, "h", false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-done:
+		if v, ok := ev.Payload.(event.HookVeto); !ok || !strings.Contains(v.Reason, "session ended") {
+			t.Errorf("the waiting action's answer: %+v", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("deleting a session left its waiting action waiting")
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("the delete took %v", d)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -111,6 +111,22 @@ func (a *approvals) decide(session string, seq uint64, approved bool, by string)
 	}
 }
 
+// endSession denies every action of a session that waits for a person:
+// the session is ending (deleted, or the daemon is stopping), and the
+// waiter holds the turn its end waits for.
+func (a *approvals) endSession(session, why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, w := range a.waiting {
+		if k.session == session {
+			select {
+			case w.decided <- decision{false, "no one (" + why + ")"}:
+			default:
+			}
+		}
+	}
+}
+
 // Approvals returns the actions waiting for a person, oldest first.
 func (d *Daemon) Approvals() []Approval { return d.approvals.list() }
 

@@ -309,6 +309,7 @@ func (d *Daemon) end(ctx context.Context, id string, ls *liveSession, state, rea
 	close(ls.ending)
 	ls.mu.Unlock()
 	ctx = context.WithoutCancel(ctx) // the end is recorded whoever asked for it
+	d.approvals.endSession(id, "the session ended: "+reason)
 	if err := ls.sess.Stop(ctx); err != nil {
 		d.log.Warn("session stop", "session", id, "err", err)
 	}

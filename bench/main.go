@@ -131,7 +131,7 @@ var sections = []section{
 	{"sandbox", "session create-to-first-prompt in a native sandbox, cold and from the warm pool", (*bench).sandbox},
 	{"agents", "the agent plugin boundary: a Step round trip, a plugin's start, a scripted run", (*bench).agents},
 	{"lines", "100,000 lines end to end (PTY -> clean -> trim -> spill)", (*bench).lines},
-	{"stream", "a long stream through session.Run", (*bench).stream},
+	{"stream", "a long stream through session.Command", (*bench).stream},
 }
 
 // run is the whole command: parse args, measure, print. It returns the

@@ -56,7 +56,7 @@ var lineCases = []lineCase{
 }
 
 // lines is section 2: 100,000 and 100,001 lines end to end through
-// session.Run, against the same command into /dev/null under bash -c and
+// session.Command, against the same command into /dev/null under bash -c and
 // onto a bare PTY drained by a plain read loop.
 func (b *bench) lines(ctx context.Context, s *Section) error {
 	reps := 5
@@ -187,7 +187,7 @@ func checkLines(ctx context.Context, store trim.OutputStore, r trim.Result, line
 	return nil
 }
 
-// stream is section 3: a long stream through session.Run, its throughput
+// stream is section 3: a long stream through session.Command, its throughput
 // and this process's peak RSS growth, against the producer alone into
 // `wc -c` and onto a bare PTY.
 func (b *bench) stream(ctx context.Context, s *Section) error {
@@ -196,7 +196,7 @@ func (b *bench) stream(ctx context.Context, s *Section) error {
 		size = 32 << 20
 	}
 	producer := fmt.Sprintf("yes '%s' | head -c %d", streamLine, size)
-	s.Title = fmt.Sprintf("a %s stream through session.Run", formatBytes(float64(size)))
+	s.Title = fmt.Sprintf("a %s stream through session.Command", formatBytes(float64(size)))
 	s.Notes = append(s.Notes,
 		"command: "+producer,
 		"end to end: session.Command with the default trim.Config, spilling the whole stream to the outputs of a bbolt store (strict durability) in a temp dir, as the daemon does.",

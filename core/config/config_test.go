@@ -29,7 +29,6 @@ func readDefaultFile(t *testing.T) []byte {
 // TestDefaultFileIsDefault keeps harness.toml and Default in step: the
 // file must say exactly what the code does.
 func TestDefaultFileIsDefault(t *testing.T) {
-	needDecoder(t)
 	c, err := Parse(readDefaultFile(t), "harness.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +173,6 @@ func TestParseSpellings(t *testing.T) {
 // TestEncodeRoundTrip: a Config written by the TOML encoder (Duration's
 // MarshalText, the toml tags) reads back the same.
 func TestEncodeRoundTrip(t *testing.T) {
-	needDecoder(t)
 	c := Default()
 	c.Terminal.SoftTimeout = Duration{1500 * time.Millisecond}
 	c.Terminal.HardTimeout = Duration{90 * time.Minute}

@@ -133,6 +133,14 @@ func (p *proc) stop() error {
 	}
 }
 
+// cleanup kills the daemon if it is still running: the deferred end of a
+// part, whatever stopped it early.
+func (p *proc) cleanup() {
+	if p.alive() {
+		p.kill()
+	}
+}
+
 // alive says whether the daemon process is still running.
 func (p *proc) alive() bool {
 	select {

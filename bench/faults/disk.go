@@ -147,11 +147,7 @@ func (h *harness) diskMode(ctx context.Context, mode string, st *diskStats) erro
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if d.alive() {
-			d.kill()
-		}
-	}()
+	defer d.cleanup()
 	if !d.logSays("durability=" + mode) {
 		st.fail("the daemon's log does not say durability=%s", mode)
 		st.other++

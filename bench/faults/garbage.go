@@ -304,23 +304,11 @@ func send(socket string, c garbageCase) answer {
 
 // garbage is the garbage part.
 func (h *harness) garbage(ctx context.Context, p *Part) error {
-	spec, err := h.newSpec("garbage")
+	d, err := h.launch(ctx, "garbage", fmt.Sprintf("body_timeout = %q\nmax_body = %d\n", garbageBodyTimeout, garbageMaxBody))
 	if err != nil {
 		return err
 	}
-	extra := fmt.Sprintf("body_timeout = %q\nmax_body = %d\n", garbageBodyTimeout, garbageMaxBody)
-	if err := spec.writeConfig(h.driver, h.token, extra); err != nil {
-		return err
-	}
-	d, _, err := spec.start(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if d.alive() {
-			d.kill()
-		}
-	}()
+	defer d.cleanup()
 	cl := d.cl
 	if _, err := cl.CreateSession(ctx, daemon.CreateRequest{ID: "g"}); err != nil {
 		return err
@@ -353,7 +341,7 @@ func (h *harness) garbage(ctx context.Context, p *Part) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		a := send(spec.socket(), c)
+		a := send(d.spec.socket(), c)
 		counts[a.String()]++
 		if a.status == http.StatusInternalServerError || (a.status >= 500 && a.json) {
 			fivexx = append(fivexx, fmt.Sprintf("%s: %d %s", c.name, a.status, a.code))
@@ -391,7 +379,7 @@ func (h *harness) garbage(ctx context.Context, p *Part) error {
 			seq = now
 		}
 	}
-	code, _, herr := get(ctx, spec.socket(), "/healthz")
+	code, _, herr := get(ctx, d.spec.socket(), "/healthz")
 	panicked := d.logHas("panic")
 	var keys []string
 	for k := range counts {

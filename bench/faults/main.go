@@ -307,6 +307,21 @@ func (h *harness) binary(ctx context.Context) (string, error) {
 }
 
 // newSpec makes a directory for one daemon setup under the run's.
+// launch starts a daemon of its own for a part: its directory, its
+// harness.toml with extra appended, and `harnessd serve` answering. The
+// caller defers the proc's cleanup.
+func (h *harness) launch(ctx context.Context, name, extra string) (*proc, error) {
+	spec, err := h.newSpec(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.writeConfig(h.driver, h.token, extra); err != nil {
+		return nil, err
+	}
+	d, _, err := spec.start(ctx)
+	return d, err
+}
+
 func (h *harness) newSpec(name string, env ...string) (*daemonSpec, error) {
 	dir := filepath.Join(h.dir, name)
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {

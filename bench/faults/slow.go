@@ -45,23 +45,11 @@ func (h *harness) slow(ctx context.Context, p *Part) error {
 }
 
 func (h *harness) slowBodies(ctx context.Context, p *Part) error {
-	spec, err := h.newSpec("slow")
+	d, err := h.launch(ctx, "slow", fmt.Sprintf("body_timeout = %q\nmax_conns_per_peer = %d\n", slowBodyTimeout, h.opts.conns+64))
 	if err != nil {
 		return err
 	}
-	extra := fmt.Sprintf("body_timeout = %q\nmax_conns_per_peer = %d\n", slowBodyTimeout, h.opts.conns+64)
-	if err := spec.writeConfig(h.driver, h.token, extra); err != nil {
-		return err
-	}
-	d, _, err := spec.start(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if d.alive() {
-			d.kill()
-		}
-	}()
+	defer d.cleanup()
 	cl := d.cl
 	if _, err := cl.CreateSession(ctx, daemon.CreateRequest{ID: "s"}); err != nil {
 		return err
@@ -99,7 +87,7 @@ func (h *harness) slowBodies(ctx context.Context, p *Part) error {
 	var open atomic.Int64
 	t0 := time.Now()
 	for i := range n {
-		c, err := net.Dial("unix", spec.socket())
+		c, err := net.Dial("unix", d.spec.socket())
 		if err != nil {
 			res[i].err = err.Error()
 			continue
@@ -255,22 +243,11 @@ func errOrYes(err error) string {
 // slowCap checks daemon.max_conns_per_peer: past it, a connection is
 // closed at once, and served again once one of the held ones goes.
 func (h *harness) slowCap(ctx context.Context, p *Part) error {
-	spec, err := h.newSpec("cap")
+	d, err := h.launch(ctx, "cap", fmt.Sprintf("max_conns_per_peer = %d\n", capConns))
 	if err != nil {
 		return err
 	}
-	if err := spec.writeConfig(h.driver, h.token, fmt.Sprintf("max_conns_per_peer = %d\n", capConns)); err != nil {
-		return err
-	}
-	d, _, err := spec.start(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if d.alive() {
-			d.kill()
-		}
-	}()
+	defer d.cleanup()
 	if _, err := d.cl.CreateSession(ctx, daemon.CreateRequest{ID: "c"}); err != nil {
 		return err
 	}
@@ -285,7 +262,7 @@ func (h *harness) slowCap(ctx context.Context, p *Part) error {
 	}()
 	served := 0
 	for range capConns {
-		c, err := net.Dial("unix", spec.socket())
+		c, err := net.Dial("unix", d.spec.socket())
 		if err != nil {
 			return err
 		}
@@ -300,7 +277,7 @@ func (h *harness) slowCap(ctx context.Context, p *Part) error {
 	answered := 0
 	for range capExtra {
 		t0 := time.Now()
-		c, err := net.Dial("unix", spec.socket())
+		c, err := net.Dial("unix", d.spec.socket())
 		if err != nil {
 			cuts = append(cuts, time.Since(t0)) // refused outright counts as cut
 			continue
@@ -328,7 +305,7 @@ func (h *harness) slowCap(ctx context.Context, p *Part) error {
 	var again time.Duration
 	servedAgain := false
 	for t0 := time.Now(); time.Since(t0) < 5*time.Second; time.Sleep(20 * time.Millisecond) {
-		if code, _, err := get(ctx, spec.socket(), "/healthz"); err == nil && code == http.StatusOK {
+		if code, _, err := get(ctx, d.spec.socket(), "/healthz"); err == nil && code == http.StatusOK {
 			again, servedAgain = time.Since(t0), true
 			break
 		}
@@ -338,7 +315,7 @@ func (h *harness) slowCap(ctx context.Context, p *Part) error {
 	p.check("connections past the cap cut", len(cuts) == capExtra && answered == 0, fmt.Sprintf("all %d, none answered", capExtra), "%d cut, %d answered", len(cuts), answered)
 	p.check("cut within "+capCutWithin.String(), late == 0, "all", "%s", spread(cuts))
 	p.check("served again once one closed", servedAgain, "yes", "%s", durOrNever(servedAgain, again))
-	if _, err := os.Stat(spec.socket()); err != nil {
+	if _, err := os.Stat(d.spec.socket()); err != nil {
 		return err
 	}
 	for _, c := range held {

@@ -132,7 +132,13 @@ func TestCLI(t *testing.T) {
 	if out != "hello from /tmp\n" || code != 3 {
 		t.Fatalf("exec: %q exit %d (want the command's exit code)", out, code)
 	}
+	// exec prints the whole output as it comes, as ssh does; --trimmed
+	// prints what the model was shown.
 	out, errOut, code := h.run("exec", "w", "--", "seq", "1", "3000")
+	if code != 0 || strings.Count(out, "\n") != 3000 || !strings.HasSuffix(out, "2999\n3000\n") || errOut != "" {
+		t.Fatalf("exec: exit %d, %d lines\n%s", code, strings.Count(out, "\n"), errOut)
+	}
+	out, errOut, code = h.run("exec", "--trimmed", "w", "--", "seq", "1", "3000")
 	m := regexp.MustCompile(`harnessd output (o\d+)`).FindStringSubmatch(errOut)
 	if code != 0 || !strings.Contains(out, "lines (") || m == nil {
 		t.Fatalf("trimmed exec: exit %d\n%s\n%s", code, out, errOut)
@@ -144,9 +150,29 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("whole output: %d lines", strings.Count(got, "\n"))
 	}
 	// Still running at the soft timeout: the documented status, then poll.
-	out, errOut, code = h.run("exec", "w", "--", "sleep 0.2; echo late; sleep 12")
-	if code != cli.ExitStillRunning || !strings.Contains(errOut, "still running") {
-		t.Fatalf("long command: exit %d %q %q", code, out, errOut)
+	// Its output is printed as it comes, long before exec returns.
+	long := h.command("exec", "w", "--", "sleep 0.2; echo late; sleep 12")
+	var longErr bytes.Buffer
+	long.Stderr = &longErr
+	pipe, err := long.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := long.Start(); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	line, err := bufio.NewReader(pipe).ReadString('\n')
+	if err != nil || line != "late\n" {
+		t.Fatalf("exec's first line: %q %v", line, err)
+	}
+	if d := time.Since(began); d > 4*time.Second {
+		t.Fatalf("exec printed the first line after %v; want it as it was printed (the call returns at the 10 s soft timeout)", d)
+	}
+	err = long.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != cli.ExitStillRunning || !strings.Contains(longErr.String(), "still running") {
+		t.Fatalf("long command: %v %q", err, longErr.String())
 	}
 	h.run("exec", "--input", "w", "--", "C-c")
 
@@ -175,6 +201,7 @@ func TestCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
+	h.must("exec", "w", "--", "echo watched; sleep 0.3")
 	h.must("session", "rm", "w")
 	done := make(chan error, 1)
 	go func() { done <- follow.Wait() }()
@@ -189,6 +216,11 @@ func TestCLI(t *testing.T) {
 	}
 	if !strings.Contains(lastLine(fo.String()), "sandbox_stopped") {
 		t.Fatalf("follower's last line: %q", lastLine(fo.String()))
+	}
+	// The follower showed the command's output as it ran: between the
+	// command and its observation.
+	if m := regexp.MustCompile(`(?s)\$ echo watched.*\n      \| watched\n.*cmd_output`).FindString(fo.String()); m == "" {
+		t.Fatalf("follower did not show the output in progress:\n%s", fo.String())
 	}
 	_, errOut, code = h.run("exec", "w", "--", "true")
 	if code != 1 || !strings.Contains(errOut, "session_ended") {

@@ -25,6 +25,7 @@ import (
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/live"
 	"github.com/harnessd/harnessd/store"
 )
 
@@ -912,5 +913,96 @@ func TestEventsDuringCommand(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no cmd_run: %v", kinds)
 		}
+	}
+}
+
+// TestLiveOutput: a client watching a session gets a command's output as
+// it is printed, before the call that runs it returns, with offsets that
+// add up to the whole output and an end; a client that only follows
+// events is not sent any of it.
+func TestLiveOutput(t *testing.T) {
+	td := startDaemon(t, testConfig(t, t.TempDir()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "lv"}); err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		c    live.Chunk
+		when time.Time
+	}
+	chunks := make(chan got, 1000)
+	started := make(chan struct{})
+	var plain []event.Kind
+	watchDone := make(chan error, 1)
+	go func() {
+		watchDone <- td.cl.Watch(ctx, "lv", 0, func() { close(started) },
+			func(event.Event) error { return nil },
+			func(c live.Chunk) error { chunks <- got{c, time.Now()}; return nil })
+	}()
+	plainDone := make(chan error, 1)
+	go func() {
+		plainDone <- td.cl.Events(ctx, "lv", 0, true, func(ev event.Event) error { plain = append(plain, ev.Kind()); return nil })
+	}()
+	<-started
+	obs, err := td.cl.Act(ctx, "lv", event.SourceUser, event.CmdRun{Command: "for i in 1 2 3; do echo tick $i; sleep 0.4; done; seq 1 5000 | tail -n 2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	returned := time.Now()
+	out := obs.Payload.(event.CmdOutput)
+	var text strings.Builder
+	var first time.Time
+	var next int64
+	for {
+		var g got
+		select {
+		case g = <-chunks:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no end chunk; got %q so far", text.String())
+		}
+		if g.c.Cause != obs.Cause {
+			t.Fatalf("chunk of action %d, want %d", g.c.Cause, obs.Cause)
+		}
+		if g.c.Offset != next || g.c.Lost != 0 {
+			t.Fatalf("chunk at %d (lost %d), want %d", g.c.Offset, g.c.Lost, next)
+		}
+		if first.IsZero() && g.c.Output != "" {
+			first = g.when
+		}
+		text.WriteString(g.c.Output)
+		next += int64(len(g.c.Output))
+		if g.c.End {
+			break
+		}
+	}
+	if want := "tick 1\ntick 2\ntick 3\n4999\n5000\n"; text.String() != want || out.Output != want {
+		t.Fatalf("live output %q, observation %q; want %q", text.String(), out.Output, want)
+	}
+	if d := returned.Sub(first); d < 500*time.Millisecond {
+		t.Fatalf("first output arrived %v before the call returned; want it as it was printed (about 1.2 s before)", d)
+	}
+	if err := td.cl.DeleteSession(ctx, "lv", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []chan error{watchDone, plainDone} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a follow did not end with the session")
+		}
+	}
+	if len(plain) == 0 || plain[len(plain)-1] != event.KindSandboxStopped {
+		t.Fatalf("plain follower: %v", plain)
+	}
+	// progress without follow is not an error, and sends no progress.
+	if code, body := raw(t, td.socket, "GET", "/v1/sessions/lv/events?progress=true", ""); code != 200 || strings.Contains(body, `"progress"`) {
+		t.Fatalf("progress without follow: %d %s", code, body)
+	}
+	if code, body := raw(t, td.socket, "GET", "/v1/sessions/lv/events?follow=true&progress=maybe", ""); code != 400 {
+		t.Fatalf("progress=maybe: %d %s", code, body)
 	}
 }

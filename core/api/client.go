@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/live"
 )
 
 // ErrNotRunning: nothing answers on the socket.
@@ -175,11 +176,31 @@ func (c *Client) Events(ctx context.Context, id string, after uint64, follow boo
 	if follow {
 		path += "&follow=true"
 	}
+	return c.stream(ctx, id, path, nil, fn, nil)
+}
+
+// Watch follows the session's events after seq after, as Events does,
+// and the output of its commands as it is printed: progress gets each
+// chunk (live.Chunk) between the events. started, if not nil, is called
+// once the daemon is watching: an action sent after that has all its
+// output delivered (unless this client falls behind, which each chunk's
+// Lost says).
+func (c *Client) Watch(ctx context.Context, id string, after uint64, started func(), fn func(event.Event) error, progress func(live.Chunk) error) error {
+	path := "/v1/sessions/" + url.PathEscape(id) + "/events?follow=true&progress=true&after=" + strconv.FormatUint(after, 10)
+	return c.stream(ctx, id, path, started, fn, progress)
+}
+
+var progressPrefix = []byte(`{"kind":"progress"`)
+
+func (c *Client) stream(ctx context.Context, id, path string, started func(), fn func(event.Event) error, progress func(live.Chunk) error) error {
 	resp, err := c.send(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	if started != nil {
+		started()
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
@@ -189,6 +210,19 @@ func (c *Client) Events(ctx context.Context, id string, after uint64, follow boo
 			if json.Unmarshal(line, &eb) == nil {
 				return &Error{Status: http.StatusOK, Code: eb.Error.Code, Message: eb.Error.Message}
 			}
+		}
+		if bytes.HasPrefix(line, progressPrefix) {
+			if progress == nil {
+				continue
+			}
+			var ch live.Chunk
+			if err := json.Unmarshal(line, &ch); err != nil {
+				return fmt.Errorf("events of %s: progress: %w", id, err)
+			}
+			if err := progress(ch); err != nil {
+				return err
+			}
+			continue
 		}
 		ev, err := event.Decode(line)
 		if err != nil {

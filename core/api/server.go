@@ -23,6 +23,7 @@ import (
 	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/live"
 	"github.com/harnessd/harnessd/core/pipeline"
 )
 
@@ -412,10 +413,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	progress, ok := s.boolParam(w, r, "progress")
+	if !ok {
+		return
+	}
 	id := r.PathValue("id")
 	if err := s.d.Exists(r.Context(), id); err != nil {
 		s.failErr(w, r, err)
 		return
+	}
+	var watch *live.Sub
+	if progress && follow {
+		// Subscribed before the client sees the stream start, so that
+		// an action it sends once it does has every chunk shown.
+		watch = s.d.Watch(id)
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -425,7 +436,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		flusher.Flush() // the client sees the stream start before the first event
 	}
 	bw := bufio.NewWriterSize(w, 32<<10)
-	err := s.d.EventsRaw(r.Context(), id, after, follow, func(raw []byte) error {
+	err := s.d.EventsRaw(r.Context(), id, after, follow, watch, func(raw []byte) error {
 		if _, err := bw.Write(raw); err != nil {
 			return err
 		}

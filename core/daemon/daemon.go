@@ -13,6 +13,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/live"
 	"github.com/harnessd/harnessd/core/pipeline"
 	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/sandbox/cgroup"
@@ -73,6 +74,7 @@ type Daemon struct {
 	st          Store
 	outputs     trim.OutputStore
 	bus         *event.Bus
+	hub         *live.Hub // commands' output as it is produced, for watchers
 	pipe        *pipeline.Pipeline
 	hooks       pipeline.Hooks
 	reloadHooks func() (any, error)
@@ -127,6 +129,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 		st:      opts.Store,
 		outputs: opts.Outputs,
 		bus:     event.NewBus(opts.Store, nil),
+		hub:     live.NewHub(),
 		dataDir: opts.DataDir,
 		runDir:  opts.RunDir,
 		metrics: opts.Metrics,

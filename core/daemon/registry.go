@@ -17,6 +17,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/live"
 	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/session"
 	"github.com/harnessd/harnessd/core/session/record"
@@ -168,7 +169,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 // workspace at ws, owned by own (nil: the driver's default).
 func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own *sandbox.User) (*liveSession, error) {
 	cfg := session.ConfigFrom(d.conf(), ws)
-	cfg.Events, cfg.Outputs, cfg.Logger = d.bus, d.outputs, d.log
+	cfg.Events, cfg.Outputs, cfg.Logger, cfg.Live = d.bus, d.outputs, d.log, d.hub
 	cfg.Driver = d.driver.Name()
 	if d.conf().Sandbox.Driver == config.DriverNone {
 		if err := os.MkdirAll(ws, 0o700); err != nil {
@@ -477,13 +478,26 @@ func (d *Daemon) Events(ctx context.Context, id string, after uint64, follow boo
 	}
 }
 
+// Watch subscribes to the live output of session id's commands, for
+// EventsRaw. It is not an error for the session not to exist or be live:
+// nothing is then published.
+func (d *Daemon) Watch(id string) *live.Sub { return d.hub.Subscribe(id) }
+
 // EventsRaw calls fn with a session's events after seq after, in order, each
 // as its flat JSON (valid only until fn returns). What is stored goes out
 // as stored, without decoding (a replay only forwards it); with follow,
 // the live tail follows, and Events returns nil after the session's last
 // event (sandbox_stopped), at once for a session that has ended, or an
 // error when ctx ends.
-func (d *Daemon) EventsRaw(ctx context.Context, id string, after uint64, follow bool, fn func(raw []byte) error) error {
+//
+// progress, if not nil, is a subscription to the session's live output
+// (from Watch, taken before the caller answered its client): while
+// following, each chunk goes to fn too, as a "progress" line (see
+// live.Chunk.AppendJSON), between the events. EventsRaw closes it.
+func (d *Daemon) EventsRaw(ctx context.Context, id string, after uint64, follow bool, progress *live.Sub, fn func(raw []byte) error) error {
+	if progress != nil {
+		defer progress.Close()
+	}
 	// Exists, not Get: reads never wait for a command.
 	if err := d.Exists(ctx, id); err != nil {
 		return err
@@ -506,8 +520,19 @@ func (d *Daemon) EventsRaw(ctx context.Context, id string, after uint64, follow 
 	defer cancel()
 	evs, errs := d.bus.Subscribe(sub, id, last)
 	var buf []byte
+	var ready <-chan struct{} // nil: no progress wanted
+	if progress != nil {
+		ready = progress.Ready()
+	}
 	for {
 		select {
+		case <-ready:
+			for _, c := range progress.Take() {
+				buf = c.AppendJSON(buf[:0])
+				if err := fn(buf); err != nil {
+					return err
+				}
+			}
 		case ev, ok := <-evs:
 			if !ok {
 				return <-errs

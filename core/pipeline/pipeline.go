@@ -403,7 +403,7 @@ func runCommand(ctx context.Context, c *Call) (Outcome, error) {
 		}
 		return Outcome{Observation: out}, nil
 	}
-	out, tr, err := c.Session.Command(ctx, cmd)
+	out, tr, err := c.Session.CommandFor(ctx, c.Action.Seq, cmd)
 	return Outcome{Observation: out, Trim: &tr}, err
 }
 

@@ -3,10 +3,12 @@ package session
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/live"
 	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/terminal"
 	"github.com/harnessd/harnessd/core/trim"
@@ -29,6 +31,9 @@ type Config struct {
 	// Outputs keeps every command's full output. Nil keeps none.
 	Outputs trim.OutputStore
 	Logger  *slog.Logger
+	// Live, if set, gets each command's output as it is produced, for
+	// clients that watch (see CommandFor).
+	Live *live.Hub
 
 	// Sandbox is where the shell runs; nil means on the host (driver
 	// "none"). The session owns it: Close destroys it. Its terminal
@@ -52,6 +57,7 @@ type Session struct {
 	sb      sandbox.Sandbox
 	events  Recorder
 	outputs trim.OutputStore
+	live    *live.Hub
 	trim    trim.Config
 	log     *slog.Logger
 	dir     string
@@ -76,7 +82,7 @@ func New(ctx context.Context, id string, cfg Config) (*Session, error) {
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir}
+	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, live: cfg.Live, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir}
 	started := event.SandboxStarted{Driver: "none", SandboxID: fmt.Sprint(term.PID()), Workdir: cfg.Terminal.Dir}
 	if cfg.Sandbox != nil {
 		started = event.SandboxStarted{Driver: cfg.Driver, SandboxID: cfg.Sandbox.ID(), Workdir: cfg.Sandbox.Workdir()}
@@ -157,9 +163,23 @@ func (s *Session) Record(ctx context.Context, src event.Source, cause uint64, p 
 // not be started); the output is still filled in as far as it got, with a
 // note, because the action is in the log and must be answered.
 func (s *Session) Command(ctx context.Context, c event.CmdRun) (event.CmdOutput, trim.Result, error) {
+	return s.CommandFor(ctx, 0, c)
+}
+
+// CommandFor is Command for the action recorded as seq cause: while the
+// command runs, its output also goes to the session's live hub as that
+// action's, so clients watching the session see it as it is printed.
+// Cause 0 publishes nothing.
+func (s *Session) CommandFor(ctx context.Context, cause uint64, c event.CmdRun) (event.CmdOutput, trim.Result, error) {
 	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs}
 	tr := trim.New(s.trim, spill)
-	res, runErr := s.term.Run(ctx, c, tr)
+	var w io.Writer = tr
+	if s.live != nil && cause != 0 {
+		lw := s.live.NewWriter(s.id, cause)
+		defer lw.Close()
+		w = io.MultiWriter(tr, lw)
+	}
+	res, runErr := s.term.Run(ctx, c, w)
 	id, spillErr := spill.close()
 	tres := tr.Result(id)
 	out := event.CmdOutput{

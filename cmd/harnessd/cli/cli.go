@@ -24,6 +24,7 @@ import (
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/live"
 	"github.com/harnessd/harnessd/hooks"
 	"github.com/harnessd/harnessd/store"
 )
@@ -51,9 +52,12 @@ client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --
   session ls                               list sessions
   session show ID                          one session
   session rm ID [--purge]                  end a session (--purge: and delete its history)
-  exec [--timeout DUR] [--input] SESSION -- COMMAND...
-                                           run a command; prints its (trimmed) output, exits with its exit code
-  events SESSION [-f] [--after N]          print a session's events (-f: follow until it ends)
+  exec [--timeout DUR] [--input] [--trimmed] SESSION -- COMMAND...
+                                           run a command, printing its output as it prints it (--trimmed: what
+                                           the model is shown, once it returns); exits with its exit code
+  events SESSION [-f] [--after N] [--progress]
+                                           print a session's events (-f: follow until it ends, with running
+                                           commands' output as it is printed; --json --progress: that too)
   output ID [--lines A-B]                  print a stored full output, or lines A to B of it
   replay SESSION                           print a session's history as a transcript, checking it is whole
   approvals                                list the actions a hook asked a person about
@@ -485,6 +489,7 @@ func (c *cmd) exec(args []string) int {
 	fs, socket := c.flags("exec")
 	timeout := fs.Duration("timeout", 0, "hard timeout for the command (default: terminal.hard_timeout)")
 	input := fs.Bool("input", false, "send COMMAND as keyboard input to the running program (C-c, C-d … or text)")
+	trimmed := fs.Bool("trimmed", false, "print what the model is shown (the trimmed output) once the call returns, instead of the output as it is printed")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return 2
@@ -499,25 +504,43 @@ func (c *cmd) exec(args []string) int {
 	}
 	command := strings.Join(rest, " ")
 	run := event.CmdRun{Command: command, IsInput: *input, TimeoutS: timeout.Seconds()}
-	obs, err := c.client(*socket).Act(c.ctx, id, event.SourceUser, run)
+	cl := c.client(*socket)
+	var w *watcher
+	if !c.json && !*trimmed {
+		// As ssh does: the output as the command prints it.
+		w = c.watch(cl, id)
+	}
+	obs, err := cl.Act(c.ctx, id, event.SourceUser, run)
 	if err != nil {
+		w.stop(0, false)
 		return c.fail(err)
 	}
 	out, ok := obs.Payload.(event.CmdOutput)
 	if !ok {
+		w.stop(0, false)
 		return c.fail(fmt.Errorf("unexpected reply: %s", obs.Kind()))
 	}
-	if c.json {
+	outputID := ""
+	if out.Trimmed != nil {
+		outputID = out.Trimmed.OutputID
+	}
+	switch {
+	case c.json:
 		b, _ := obs.MarshalJSON()
 		fmt.Fprintf(c.env.Stdout, "%s\n", b)
-	} else {
+	case w != nil && w.stop(obs.Cause, out.Output == ""):
+		// Every byte was printed as it came.
+	default:
+		if w != nil {
+			fmt.Fprintf(c.env.Stderr, "[harnessd] %s; what the model was shown follows\n", w.missed(obs.Cause))
+		}
 		io.WriteString(c.env.Stdout, out.Output)
-		if out.Note != "" {
-			fmt.Fprintf(c.env.Stderr, "[harnessd] %s\n", out.Note)
+		if outputID != "" {
+			fmt.Fprintf(c.env.Stderr, "[harnessd] full output: harnessd output %s\n", outputID)
 		}
-		if out.Trimmed != nil && out.Trimmed.OutputID != "" {
-			fmt.Fprintf(c.env.Stderr, "[harnessd] full output: harnessd output %s\n", out.Trimmed.OutputID)
-		}
+	}
+	if !c.json && out.Note != "" {
+		fmt.Fprintf(c.env.Stderr, "[harnessd] %s\n", out.Note)
 	}
 	switch {
 	case out.ExitCode == -1:
@@ -531,8 +554,9 @@ func (c *cmd) exec(args []string) int {
 
 func (c *cmd) events(args []string) int {
 	fs, socket := c.flags("events")
-	follow := fs.Bool("f", false, "follow: keep printing new events until the session ends")
+	follow := fs.Bool("f", false, "follow: keep printing new events, and running commands' output as it is printed, until the session ends")
 	after := fs.Uint64("after", 0, "start after this seq")
+	progress := fs.Bool("progress", false, "with -f and --json: also print running commands' output as progress objects")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return 2
@@ -540,7 +564,7 @@ func (c *cmd) events(args []string) int {
 	if len(pos) != 1 {
 		return c.usage("want one session id")
 	}
-	err = c.client(*socket).Events(c.ctx, pos[0], *after, *follow, func(ev event.Event) error {
+	print := func(ev event.Event) error {
 		if c.json {
 			b, err := ev.MarshalJSON()
 			if err != nil {
@@ -551,7 +575,27 @@ func (c *cmd) events(args []string) int {
 		}
 		_, err := fmt.Fprintln(c.env.Stdout, Summary(ev))
 		return err
-	})
+	}
+	cl := c.client(*socket)
+	switch {
+	case *follow && c.json && *progress:
+		err = cl.Watch(c.ctx, pos[0], *after, nil, print, func(ch live.Chunk) error {
+			_, err := fmt.Fprintf(c.env.Stdout, "%s\n", ch.AppendJSON(nil))
+			return err
+		})
+	case *follow && !c.json:
+		// Work in progress shows as it happens: each line a running
+		// command prints, under the command.
+		var lines progressLines
+		err = cl.Watch(c.ctx, pos[0], *after, nil, func(ev event.Event) error {
+			if err := lines.flush(c.env.Stdout); err != nil {
+				return err
+			}
+			return print(ev)
+		}, func(ch live.Chunk) error { return lines.add(c.env.Stdout, ch) })
+	default:
+		err = cl.Events(c.ctx, pos[0], *after, *follow, print)
+	}
 	if err != nil && !(errors.Is(err, context.Canceled) && c.ctx.Err() != nil) {
 		return c.fail(err)
 	}

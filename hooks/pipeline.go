@@ -105,16 +105,23 @@ func (p *Pipeline) retrim(ctx context.Context, out *event.CmdOutput, res *trim.R
 	if id == "" {
 		tr.Write([]byte(out.Output))
 	} else {
+		var read int64
 		for from := 1; ; {
 			l, err := p.Outputs.ReadLines(ctx, id, from, 0)
 			if err != nil {
 				return fmt.Errorf("read output %s: %w", id, err)
 			}
 			tr.Write([]byte(l.Text))
+			read += int64(len(l.Text))
 			if l.To >= l.Total || l.To < from {
 				break
 			}
 			from = l.To + 1
+		}
+		if res != nil && read < res.BytesTotal {
+			// The store kept only the start (store.max_output_mb): a
+			// view of that would hide the end the default view shows.
+			return fmt.Errorf("output %s: only %d of its %d bytes were stored; the default view stays", id, read, res.BytesTotal)
 		}
 	}
 	r := tr.Result(id)

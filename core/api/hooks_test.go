@@ -207,3 +207,33 @@ func TestHooks(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestCappedOutputKeepsTheEnd: an observation hook's trim settings retrim
+// the whole output read back from the store; when the store kept only the
+// start of it (store.max_output_mb), the default view, which shows the
+// end, stays instead, and the observation says what was not stored.
+func TestCappedOutputKeepsTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policies")
+	os.Mkdir(pol, 0o755)
+	hook := `harness.on("observation.cmd_output", function(ev) return {trim = {head = 2, tail = 2}} end)`
+	if err := os.WriteFile(filepath.Join(pol, "trim.lua"), []byte(hook), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, dir)
+	cfg.Hooks.Dirs = []string{pol}
+	cfg.Store.MaxOutputMB = 1
+	td := startDaemon(t, cfg)
+	ctx := context.Background()
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "cap"}); err != nil {
+		t.Fatal(err)
+	}
+	small := run(t, td.cl, "cap", "seq 1 1000")
+	if !strings.HasPrefix(small.Output, "1\n2\n") || strings.Contains(small.Output, "\n3\n") || !strings.HasSuffix(small.Output, "999\n1000\n") {
+		t.Fatalf("the hook's trim was not applied to a whole stored output: %q", small.Output)
+	}
+	big := run(t, td.cl, "cap", "seq 1 400000") // 2.6 MB
+	if !strings.HasSuffix(big.Output, "399999\n400000\n") || !strings.Contains(big.Note, "Only the first 1048576 bytes") {
+		t.Fatalf("capped output: note %q, output ends %q", big.Note, big.Output[max(0, len(big.Output)-40):])
+	}
+}

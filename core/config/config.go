@@ -180,6 +180,13 @@ type Store struct {
 
 	// Durability is DurabilityStrict or DurabilityBatch.
 	Durability string `toml:"durability"`
+
+	// MaxOutputMB is how much of one command's full output is kept, in
+	// MiB; MaxSessionOutputMB is how much of all of a session's
+	// commands'. 0 keeps all. The rest is not stored, and the
+	// observation says so; the model's trimmed view is unaffected.
+	MaxOutputMB        int `toml:"max_output_mb"`
+	MaxSessionOutputMB int `toml:"max_session_output_mb"`
 }
 
 // Values of Store.Durability.
@@ -241,8 +248,10 @@ func Default() Config {
 			LineCap:  2000,
 		},
 		Store: Store{
-			Path:       "",
-			Durability: DurabilityStrict,
+			Path:               "",
+			Durability:         DurabilityStrict,
+			MaxOutputMB:        256,
+			MaxSessionOutputMB: 1024,
 		},
 		Daemon: Daemon{
 			Socket:          "",

@@ -49,8 +49,8 @@ func TestDefaultFileHasEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := settings(reflect.TypeFor[Config](), nil)
-	if len(keys) != 49 {
-		t.Errorf("Config has %d settings, this test expects 49: check the list below still means something", len(keys))
+	if len(keys) != 51 {
+		t.Errorf("Config has %d settings, this test expects 51: check the list below still means something", len(keys))
 	}
 	lines := strings.Split(string(data), "\n")
 	at := keyLines(string(data))
@@ -116,6 +116,8 @@ line_cap = 80
 [store]
 path = "/tmp/h.db"
 durability = "batch"
+max_output_mb = 0
+max_session_output_mb = 64
 `
 	c, err := Parse([]byte(src), "t.toml")
 	if err != nil {
@@ -133,7 +135,7 @@ durability = "batch"
 			Env:         map[string]string{"GOFLAGS": "-mod=mod", "odd name": "x"},
 		},
 		Trim:    Trim{Head: 0, Tail: 5, MaxKeep: 0, Keywords: []string{}, LineCap: 80},
-		Store:   Store{Path: "/tmp/h.db", Durability: DurabilityBatch},
+		Store:   Store{Path: "/tmp/h.db", Durability: DurabilityBatch, MaxOutputMB: 0, MaxSessionOutputMB: 64},
 		Daemon:  Default().Daemon,
 		Sandbox: Default().Sandbox,
 		Hooks:   Default().Hooks,

@@ -105,6 +105,9 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 		bad("store.durability", "must be %q or %q, got %s", DurabilityStrict, DurabilityBatch, quote(s.Durability))
 	}
 
+	bounded("store.max_output_mb", s.MaxOutputMB, 0, 1<<20)
+	bounded("store.max_session_output_mb", s.MaxSessionOutputMB, 0, 1<<20)
+
 	dm := &c.Daemon
 	for _, p := range []struct{ key, v string }{{"daemon.socket", dm.Socket}, {"daemon.data_dir", dm.DataDir}, {"sandbox.image", c.Sandbox.Image}} {
 		if strings.IndexByte(p.v, 0) >= 0 {

@@ -29,6 +29,8 @@ func ConfigFrom(c config.Config, dir string) Config {
 			Cols:        c.Terminal.Cols,
 			Rows:        c.Terminal.Rows,
 		},
+		MaxOutput:        int64(c.Store.MaxOutputMB) << 20,
+		MaxSessionOutput: int64(c.Store.MaxSessionOutputMB) << 20,
 		Trim: trim.Config{
 			Head:     c.Trim.Head,
 			Tail:     c.Trim.Tail,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
@@ -34,6 +35,10 @@ type Config struct {
 	// Live, if set, gets each command's output as it is produced, for
 	// clients that watch (see CommandFor).
 	Live *live.Hub
+	// MaxOutput is how many bytes of one command's full output Outputs
+	// keeps, MaxSessionOutput of all of the session's; 0 keeps all. The
+	// rest is dropped with a note in the observation.
+	MaxOutput, MaxSessionOutput int64
 
 	// Sandbox is where the shell runs; nil means on the host (driver
 	// "none"). The session owns it: Close destroys it. Its terminal
@@ -59,8 +64,13 @@ type Session struct {
 	outputs trim.OutputStore
 	live    *live.Hub
 	trim    trim.Config
-	log     *slog.Logger
-	dir     string
+	// maxOut and maxTotal cap the full output kept (0: no cap); kept is
+	// what this session's outputs hold so far. Commands run one at a
+	// time, but kept is read by whoever asks, so it is atomic.
+	maxOut, maxTotal int64
+	kept             atomic.Int64
+	log              *slog.Logger
+	dir              string
 }
 
 // New starts a session's terminal and records sandbox_started.
@@ -82,7 +92,7 @@ func New(ctx context.Context, id string, cfg Config) (*Session, error) {
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, live: cfg.Live, trim: cfg.Trim, log: cfg.Logger, dir: cfg.Terminal.Dir}
+	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, live: cfg.Live, trim: cfg.Trim, maxOut: cfg.MaxOutput, maxTotal: cfg.MaxSessionOutput, log: cfg.Logger, dir: cfg.Terminal.Dir}
 	started := event.SandboxStarted{Driver: "none", SandboxID: fmt.Sprint(term.PID()), Workdir: cfg.Terminal.Dir}
 	if cfg.Sandbox != nil {
 		started = event.SandboxStarted{Driver: cfg.Driver, SandboxID: cfg.Sandbox.ID(), Workdir: cfg.Sandbox.Workdir()}
@@ -171,7 +181,15 @@ func (s *Session) Command(ctx context.Context, c event.CmdRun) (event.CmdOutput,
 // action's, so clients watching the session see it as it is printed.
 // Cause 0 publishes nothing.
 func (s *Session) CommandFor(ctx context.Context, cause uint64, c event.CmdRun) (event.CmdOutput, trim.Result, error) {
-	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs}
+	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs, limit: -1}
+	if s.maxOut > 0 {
+		spill.limit, spill.why = s.maxOut, fmt.Sprintf("store.max_output_mb = %d", s.maxOut>>20)
+	}
+	if s.maxTotal > 0 {
+		if left := max(0, s.maxTotal-s.kept.Load()); spill.limit < 0 || left < spill.limit {
+			spill.limit, spill.why = left, fmt.Sprintf("store.max_session_output_mb = %d, for all of this session's outputs", s.maxTotal>>20)
+		}
+	}
 	tr := trim.New(s.trim, spill)
 	var w io.Writer = tr
 	if s.live != nil && cause != 0 {
@@ -181,6 +199,7 @@ func (s *Session) CommandFor(ctx context.Context, cause uint64, c event.CmdRun) 
 	}
 	res, runErr := s.term.Run(ctx, c, w)
 	id, spillErr := spill.close()
+	s.kept.Add(spill.n)
 	tres := tr.Result(id)
 	out := event.CmdOutput{
 		ExitCode:     res.ExitCode,
@@ -202,6 +221,13 @@ func (s *Session) CommandFor(ctx context.Context, cause uint64, c event.CmdRun) 
 		// missing rather than lose the observation.
 		s.log.Warn("full output not kept", "session", s.id, "err", spillErr)
 		out.Note = joinNote(out.Note, "the full output could not be kept: "+spillErr.Error())
+	}
+	switch {
+	case spill.dropped > 0 && spill.n == 0:
+		out.Note = joinNote(out.Note, fmt.Sprintf("None of the full output (%d bytes) was stored (%s): it cannot be paged; the view above is all there is.", spill.dropped, spill.why))
+	case spill.dropped > 0:
+		out.Note = joinNote(out.Note, fmt.Sprintf("Only the first %d bytes of the full output were stored (%s); the last %d bytes were not, so pages past them do not exist. The view above still shows the end.",
+			spill.n, spill.why, spill.dropped))
 	}
 	if tres.Trimmed || tres.LinesCut > 0 {
 		out.Trimmed = &event.Trimmed{
@@ -250,18 +276,32 @@ func joinNote(a, b string) string {
 }
 
 // lazySpill creates the stored output on the first byte, so the many
-// commands that print nothing cost no storage.
+// commands that print nothing cost no storage, and keeps at most limit
+// bytes of it.
 type lazySpill struct {
 	ctx     context.Context
 	session string
 	store   trim.OutputStore
 	w       trim.OutputWriter
 	err     error
+	limit   int64  // bytes that may be kept; < 0: no limit
+	why     string // the setting that set limit
+	n       int64  // bytes kept
+	dropped int64  // bytes not kept because of limit
 }
 
 func (l *lazySpill) Write(p []byte) (int, error) {
 	if l.store == nil || l.err != nil {
 		return len(p), nil // not kept; the trimmer's view goes on
+	}
+	whole := len(p)
+	if l.limit >= 0 && l.n+int64(len(p)) > l.limit {
+		keep := max(0, l.limit-l.n)
+		l.dropped += int64(len(p)) - keep
+		p = p[:keep]
+		if len(p) == 0 {
+			return whole, nil
+		}
 	}
 	if l.w == nil {
 		l.w, l.err = l.store.Create(l.ctx, l.session)
@@ -271,8 +311,10 @@ func (l *lazySpill) Write(p []byte) (int, error) {
 	}
 	if _, err := l.w.Write(p); err != nil {
 		l.err = err
+		return whole, nil
 	}
-	return len(p), nil
+	l.n += int64(len(p))
+	return whole, nil
 }
 
 // close finishes the stored output and returns its id ("" if nothing was

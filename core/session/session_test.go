@@ -16,6 +16,11 @@ import (
 )
 
 func newSession(t *testing.T) (*Session, trim.OutputStore) {
+	return newSessionWith(t, Config{})
+}
+
+// newSessionWith starts a session with cfg's caps over a real store.
+func newSessionWith(t *testing.T, cfg Config) (*Session, trim.OutputStore) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "harnessd.db"), nil)
 	if err != nil {
@@ -26,10 +31,9 @@ func newSession(t *testing.T) (*Session, trim.OutputStore) {
 		t.Fatal(err)
 	}
 	outputs := st.Outputs()
-	s, err := New(context.Background(), "test", Config{
-		Terminal: terminal.Options{Dir: t.TempDir(), KillGrace: 300 * time.Millisecond},
-		Outputs:  outputs,
-	})
+	cfg.Terminal = terminal.Options{Dir: t.TempDir(), KillGrace: 300 * time.Millisecond}
+	cfg.Outputs = outputs
+	s, err := New(context.Background(), "test", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,5 +157,53 @@ func TestSpillIsByteIdenticalAfterCleaning(t *testing.T) {
 	want.WriteString("last without newline")
 	if got.Text != want.String() || got.Total != 301 {
 		t.Fatalf("spilled output differs: total %d, %q…", got.Total, got.Text[:min(80, len(got.Text))])
+	}
+}
+
+// TestOutputCaps: the full output kept stops at the per-command cap and at
+// what is left of the per-session one, the observation says so, and the
+// model's view still shows the end.
+func TestOutputCaps(t *testing.T) {
+	s, outputs := newSessionWith(t, Config{MaxOutput: 100 << 10, MaxSessionOutput: 150 << 10})
+	ctx := context.Background()
+	stored := func(o obs) int {
+		t.Helper()
+		if o.Trimmed == nil || o.Trimmed.OutputID == "" {
+			return 0
+		}
+		var n int
+		for from := 1; ; {
+			p, err := outputs.ReadLines(ctx, o.Trimmed.OutputID, from, from+999)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(p.Text)
+			if p.To >= p.Total || p.To < from {
+				return n
+			}
+			from = p.To + 1
+		}
+	}
+	// 588,895 bytes: capped at 100 KiB.
+	o := runCmd(t, s, event.CmdRun{Command: "seq 1 100000"})
+	if got := stored(o); got != 100<<10 {
+		t.Fatalf("stored %d bytes, want %d", got, 100<<10)
+	}
+	if !strings.Contains(o.Note, "Only the first 102400 bytes") || !strings.Contains(o.Note, "store.max_output_mb") ||
+		!strings.Contains(o.Note, "last 486495 bytes") || !strings.HasSuffix(o.Output, "99999\n100000\n") {
+		t.Fatalf("note %q, output ends %q", o.Note, o.Output[max(0, len(o.Output)-20):])
+	}
+	// 50 KiB of the session's 150 are left.
+	o = runCmd(t, s, event.CmdRun{Command: "seq 1 100000"})
+	if got := stored(o); got != 50<<10 || !strings.Contains(o.Note, "max_session_output_mb") {
+		t.Fatalf("second: stored %d bytes, note %q", got, o.Note)
+	}
+	o = runCmd(t, s, event.CmdRun{Command: "seq 1 10"})
+	if got := stored(o); got != 0 || !strings.Contains(o.Note, "None of the full output (21 bytes) was stored") || o.Output != "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n" {
+		t.Fatalf("third: stored %d, note %q, output %q", got, o.Note, o.Output)
+	}
+	// A command that prints nothing says nothing about caps.
+	if o = runCmd(t, s, event.CmdRun{Command: "true"}); o.Note != "" {
+		t.Fatalf("true: note %q", o.Note)
 	}
 }

@@ -175,6 +175,11 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("long command: %v %q", err, longErr.String())
 	}
 	h.run("exec", "--input", "w", "--", "C-c")
+	// A hook's refusal: nothing ran, the reason on stderr, its own status.
+	_, errOut, code = h.run("exec", "w", "--", "rm -rf /")
+	if code != cli.ExitVetoed || !strings.Contains(errOut, "not run:") || !strings.Contains(errOut, "dangerous.lua") {
+		t.Fatalf("vetoed exec: exit %d %q", code, errOut)
+	}
 
 	var infos []daemon.Info
 	if err := json.Unmarshal([]byte(h.must("session", "ls", "--json")), &infos); err != nil || len(infos) != 1 || infos[0].Labels["task"] != "cli" {

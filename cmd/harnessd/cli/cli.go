@@ -483,6 +483,7 @@ func sortStrings(s []string) {
 // Exit statuses of exec besides the command's own.
 const (
 	ExitStillRunning = 124 // the command was still running at the soft timeout
+	ExitVetoed       = 125 // a hook refused the command (or no one approved it): nothing ran
 )
 
 func (c *cmd) exec(args []string) int {
@@ -514,6 +515,16 @@ func (c *cmd) exec(args []string) int {
 	if err != nil {
 		w.stop(0, false)
 		return c.fail(err)
+	}
+	if veto, ok := obs.Payload.(event.HookVeto); ok {
+		w.stop(0, false)
+		if c.json {
+			b, _ := obs.MarshalJSON()
+			fmt.Fprintf(c.env.Stdout, "%s\n", b)
+		} else {
+			fmt.Fprintf(c.env.Stderr, "[harnessd] not run: %s (hook %s)\n", veto.Reason, veto.Hook)
+		}
+		return ExitVetoed
 	}
 	out, ok := obs.Payload.(event.CmdOutput)
 	if !ok {

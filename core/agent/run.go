@@ -63,6 +63,7 @@ func (r *run) begin(ctx context.Context) error {
 	r.mu.Lock()
 	r.info.StartSeq = ev.Seq
 	r.mu.Unlock()
+	r.save(ctx)
 	r.log.Info("run started", "task", oneLine(r.task, 200), "max_steps", r.limits.MaxSteps)
 	return nil
 }
@@ -96,6 +97,7 @@ func (r *run) finish(o outcome) {
 	r.info.State, r.info.Reason, r.info.Message, r.info.Error = StateEnded, end.Reason, end.Message, end.Error
 	r.info.EndSeq, r.info.Ended = ev.Seq, time.Now().UTC()
 	r.mu.Unlock()
+	r.save(ctx)
 	r.c.ended(r)
 	r.log.Info("run ended", "reason", end.Reason, "steps", end.Steps, "tokens", end.Tokens, "cost", end.Cost, "err", end.Error)
 }
@@ -294,6 +296,9 @@ func (r *run) step(resp *pb.StepResponse, took time.Duration) (outcome, bool) {
 	r.info.Tokens += u.GetPromptTokens() + u.GetCompletionTokens()
 	r.info.Cost += u.GetCost()
 	r.mu.Unlock()
+	// Before the action, which may run long: a daemon that dies during it
+	// leaves a record that counts this step.
+	r.save(r.ctx)
 	kind := StepKind(resp)
 	rec := AgentStep{Run: r.id, Step: n, Action: kind, Model: u.GetModel(), PromptTokens: u.GetPromptTokens(),
 		CompletionTokens: u.GetCompletionTokens(), Cost: u.GetCost(), Thought: resp.GetThought(), DurationMS: took.Milliseconds()}

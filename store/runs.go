@@ -20,15 +20,21 @@ import (
 // MaxRunID is the longest run id the store accepts, in bytes.
 const MaxRunID = 64
 
-// PutRun writes a run's record (any JSON the caller likes) under its
-// session, replacing what was there. The session must exist; a run id
-// belongs to one session for good.
-func (s *Store) PutRun(ctx context.Context, session, id string, rec []byte) error {
+// PutRun queues a run's record (any JSON the caller likes) to be written
+// under its session, replacing what was there, and returns once it is
+// queued: the outcome comes on the channel once committed. Writes are
+// committed in the order they are queued, so whatever the caller gives
+// the store after PutRun returns (the step's events) is committed in the
+// same commit or a later one: a run's record costs no commit of its own.
+// The session must exist; a run id belongs to one session for good.
+func (s *Store) PutRun(ctx context.Context, session, id string, rec []byte) <-chan error {
+	o := &sessionOp{store: s, id: session, done: make(chan error, 1)}
 	if id == "" || len(id) > MaxRunID || bytes.IndexByte([]byte(id), 0) >= 0 {
-		return fmt.Errorf("%w: run id %q", ErrInvalidRun, id)
+		o.done <- fmt.Errorf("%w: run id %q", ErrInvalidRun, id)
+		return o.done
 	}
 	rec = copyBytes(rec)
-	o := &sessionOp{id: session, done: make(chan error, 1), fn: func(w *wtx) error {
+	o.fn = func(w *wtx) error {
 		if w.sessions.Get([]byte(session)) == nil || w.session(session) == nil {
 			return reject(fmt.Errorf("put run %s: session %s: %w", id, session, ErrSessionNotFound))
 		}
@@ -40,8 +46,13 @@ func (s *Store) PutRun(ctx context.Context, session, id string, rec []byte) erro
 			return err
 		}
 		return w.tx.Bucket(bucketRuns).Put(runKey(session, id), rec)
-	}}
-	return s.run(ctx, o)
+	}
+	if err := ctx.Err(); err != nil {
+		o.done <- err
+	} else if err := s.submit(ctx, o); err != nil {
+		o.done <- err
+	}
+	return o.done
 }
 
 // Run returns a run's record and its session, or ErrRunNotFound.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/harnessd/harnessd/core/event"
 )
 
 // TestRuns: a run's record is kept under its session, found by id and by
@@ -18,7 +20,7 @@ func TestRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	put := func(session, id, rec string) error { return s.PutRun(ctx, session, id, []byte(rec)) }
+	put := func(session, id, rec string) error { return <-s.PutRun(ctx, session, id, []byte(rec)) }
 	for _, c := range [][3]string{{"a", "r1", `{"n":1}`}, {"a", "r2", `{"n":2}`}, {"b", "r3", `{"n":3}`}, {"a", "r1", `{"n":11}`}} {
 		if err := put(c[0], c[1], c[2]); err != nil {
 			t.Fatal(err)
@@ -60,6 +62,19 @@ func TestRuns(t *testing.T) {
 	t.Cleanup(func() { closeAndCheck(t, s2) })
 	if _, rec, err := s2.Run(ctx, "r3"); err != nil || string(rec) != `{"n":3}` {
 		t.Errorf("after reopen: %s %v", rec, err)
+	}
+	// A record queued before an append is committed with it or before it.
+	done := s2.PutRun(ctx, "b", "r3", []byte(`{"n":33}`))
+	if _, err := s2.Append(ctx, "b", event.Event{Source: event.SourceRuntime, Payload: event.Message{Text: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Error("an append returned before the run record queued ahead of it was committed")
 	}
 	if err := s2.DeleteSession(ctx, "a"); err != nil {
 		t.Fatal(err)

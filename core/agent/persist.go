@@ -18,8 +18,12 @@ import (
 // run is known after a restart and one a dead daemon was driving can be
 // ended; store.Store is one. A record is a run's Info as JSON.
 type RunStore interface {
-	// PutRun writes a run's record under its session, replacing the last.
-	PutRun(ctx context.Context, session, id string, rec []byte) error
+	// PutRun queues a run's record to be written under its session,
+	// replacing the last, and returns once it is queued; the outcome
+	// comes on the channel. It is committed no later than what the
+	// session records after PutRun returns, so a step's record needs no
+	// commit of its own.
+	PutRun(ctx context.Context, session, id string, rec []byte) <-chan error
 	// Run returns a run's record and its session, or an error matching
 	// record.ErrRunNotFound.
 	Run(ctx context.Context, id string) (session string, rec []byte, err error)
@@ -34,20 +38,43 @@ type RunStore interface {
 // itself, with ReasonShutdown.)
 const ReasonDaemonStopped = "daemon_stopped"
 
-// save writes the run's record as it is now. The record is a convenience
-// for readers after a restart; the events are the truth, so a failed
-// write is logged and the run goes on (a store that cannot write fails
-// the run's next event anyway).
-func (r *run) save(ctx context.Context) {
+// save writes the run's record as it is now; with wait, it returns once
+// the record is committed, else once it is queued (see RunStore.PutRun),
+// and the outcome is looked at by the next save. The record is a
+// convenience for readers after a restart; the events are the truth, so a
+// failed write is logged and the run goes on (a store that cannot write
+// fails the run's next event anyway).
+func (r *run) save(ctx context.Context, wait bool) {
 	rs := r.c.opts.Runs
 	if rs == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if r.saving != nil { // the last save's outcome, committed by now or soon
+		select {
+		case err := <-r.saving:
+			if err != nil {
+				r.log.Warn("run record not written", "err", err)
+			}
+		case <-ctx.Done():
+		}
+		r.saving = nil
+	}
 	b, err := json.Marshal(r.snapshot())
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		err = rs.PutRun(ctx, r.session, r.id, b)
-		cancel()
+	if err != nil {
+		r.log.Warn("run record not written", "err", err)
+		return
+	}
+	done := rs.PutRun(ctx, r.session, r.id, b)
+	if !wait {
+		r.saving = done
+		return
+	}
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
 	if err != nil {
 		r.log.Warn("run record not written", "err", err)
@@ -126,12 +153,18 @@ func Interrupted(rs RunStore, log *slog.Logger) func(ctx context.Context, sessio
 	}
 }
 
+// put writes a record and waits for its commit.
 func put(ctx context.Context, rs RunStore, info Info) error {
 	b, err := json.Marshal(info)
 	if err != nil {
 		return err
 	}
-	if err := rs.PutRun(ctx, info.Session, info.ID, b); err != nil {
+	select {
+	case err = <-rs.PutRun(ctx, info.Session, info.ID, b):
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
 		return fmt.Errorf("agent: run %s: write its record: %w", info.ID, err)
 	}
 	return nil

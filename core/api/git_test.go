@@ -73,6 +73,21 @@ func TestGitWorkspace(t *testing.T) {
 	private := filepath.Join(dir, "private")
 	gitRepo(t, private, 65533, marker)
 	os.Chmod(private, 0o700)
+	// A repository 65534 may read whose objects are borrowed (alternates)
+	// from the private one, with a branch naming the private commit: only
+	// the private repository's owner may read that commit.
+	thief := filepath.Join(dir, "thief")
+	gitRepo(t, thief, 65534, marker)
+	os.WriteFile(filepath.Join(private, "secret"), []byte("the private repository's secret\n"), 0o600)
+	commit := exec.Command("sh", "-c", `git -c safe.directory='*' -c core.fsmonitor=false add secret && git -c safe.directory='*' -c core.fsmonitor=false -c user.name=t -c user.email=t@t commit -qm secret && git -c safe.directory='*' rev-parse HEAD`)
+	commit.Dir = private
+	secret, err := commit.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	filepath.Walk(private, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65533, 65533) })
+	os.WriteFile(filepath.Join(thief, ".git", "objects", "info", "alternates"), []byte(filepath.Join(private, ".git", "objects")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(thief, ".git", "refs", "heads", "steal"), secret, 0o644)
 	cfg := nativeConfig(t)
 	cfg.Daemon.DataDir = filepath.Join(dir, "data")
 	cfg.Daemon.Socket = filepath.Join(dir, "h.sock")
@@ -104,13 +119,16 @@ func TestGitWorkspace(t *testing.T) {
 		{65533, repo, "nope", `git ref \"nope\": not a branch, tag or commit`},
 		{65533, repo, "--upload-pack=x", "may not start with '-'"},
 		{65534, private, "", "may not read it"},
+		{65534, thief, "steal", "git clone"},
 		{65533, "repo", "", "must be an absolute path"},
 		{65533, filepath.Join(dir, "missing"), "", "no such file"},
 		{65533, filepath.Join(dir, "data"), "", "harnessd's own data"},
 	} {
-		if code, body := as(c.uid, gitBody("bad", c.repo, c.ref)); code != 400 || !strings.Contains(body, c.want) {
+		code, body := as(c.uid, gitBody("bad", c.repo, c.ref))
+		if code != 400 || !strings.Contains(body, c.want) {
 			t.Errorf("uid %d, repo %s, ref %q: %d %s, want 400 %q", c.uid, c.repo, c.ref, code, body, c.want)
 		}
+		t.Logf("uid %d, repo %s, ref %q: %d %s", c.uid, filepath.Base(c.repo), c.ref, code, strings.TrimSpace(body))
 	}
 	if code, body := as(65533, fmt.Sprintf(`{"workspace":%q,"git":{"repo":%q}}`, repo, repo)); code != 400 || !strings.Contains(body, "not both") {
 		t.Errorf("workspace and git: %d %s", code, body)

@@ -150,6 +150,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if w, ok := opts.Store.(WriteChecker); ok {
 		d.metrics.watchStore(w.WriteErr)
 	}
+	d.sweepClones()
 	if err := d.recover(ctx); err != nil {
 		d.bus.Close()
 		return nil, err

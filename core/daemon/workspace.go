@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -158,8 +159,9 @@ type GitSource struct {
 }
 
 // gitWorkspace clones src into DataDir/workspaces/ID and returns that
-// path; the caller removes it if the session is not made. The clone's files belong to the sandbox's user (own, or the
-// driver's default), as a fresh workspace does.
+// path; the caller removes it if the session is not made. The clone's
+// files belong to the sandbox's user (own, or the driver's default), as a
+// fresh workspace does.
 //
 // Why a clone and not `git worktree add`: a worktree's .git is a file
 // pointing into the user's repository, and git inside would read and
@@ -177,8 +179,10 @@ type GitSource struct {
 // (CVE-2022-39253). --no-local goes through the pack protocol: only
 // objects reachable from refs, written by the daemon's git.
 //
-// The daemon's git runs with no system or global config but a safe
-// entry for the source (so root's git does not refuse a repository the
+// For a client that is not root, upload-pack (the only process that reads
+// the source) runs as the client (uploadPackAs). Otherwise the daemon's
+// git runs with no system or global config but a safe entry for the
+// source (so root's git does not refuse a repository the
 // client owns, and so no filter, hook or fsmonitor of the host's config
 // applies), no template (no hooks copied into the clone), hooks and
 // fsmonitor off on the command line, no terminal prompt, and no
@@ -246,7 +250,21 @@ func (d *Daemon) gitWorkspace(ctx context.Context, id string, src GitSource, who
 	git := func(dir string, args ...string) (string, error) {
 		return runGit(ctx, dir, cfgFile, args...)
 	}
-	if out, err := git(tmp, "clone", "--quiet", "--no-local", "--no-checkout", "--template=", "--", repo, ws); err != nil {
+	clone := []string{"clone", "--quiet", "--no-local", "--no-checkout", "--template="}
+	if who.UID != 0 {
+		// What reads the source is upload-pack, and it reads it as the
+		// client: the mode bits above are a first answer, but objects/
+		// may be a symlink and objects/info/alternates may name another
+		// user's repository, from which the daemon's root would serve any
+		// commit a ref names. Without safe.directory: a repository the
+		// client does not own is refused, as the client's own git would.
+		up, err := uploadPackAs(who)
+		if err != nil {
+			return "", err
+		}
+		clone = append(clone, "--upload-pack="+up)
+	}
+	if out, err := git(tmp, append(clone, "--", repo, ws)...); err != nil {
 		return bad("git clone: %s", out)
 	}
 	// Which commit Ref names, in the clone: a branch of the source is a
@@ -290,6 +308,37 @@ func (d *Daemon) gitWorkspace(ctx context.Context, id string, src GitSource, who
 	ok = true
 	os.RemoveAll(tmp)
 	return final, nil
+}
+
+// uploadPackAs is the upload-pack command (git runs it with sh -c, the
+// repository's path quoted after it) that serves a clone as who: setpriv
+// (util-linux) drops root for who's uid, gid and groups, and the global
+// config is no one's.
+func uploadPackAs(who *Requester) (string, error) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return "", fmt.Errorf("daemon: git workspace: reading a repository as its client needs setpriv (util-linux): %w", err)
+	}
+	groups := "--clear-groups"
+	if len(who.Groups) > 0 {
+		ids := make([]string, len(who.Groups))
+		for i, g := range who.Groups {
+			ids[i] = strconv.Itoa(g)
+		}
+		groups = "--groups=" + strings.Join(ids, ",")
+	}
+	return fmt.Sprintf("env GIT_CONFIG_GLOBAL=/dev/null %s --reuid=%d --regid=%d %s -- git upload-pack", setpriv, who.UID, who.GID, groups), nil
+}
+
+// sweepClones removes the temporary directories of clones a dead daemon
+// left half made (their sessions were never recorded).
+func (d *Daemon) sweepClones() {
+	left, _ := filepath.Glob(filepath.Join(d.dataDir, "workspaces", ".*.clone-*"))
+	for _, dir := range left {
+		if err := os.RemoveAll(dir); err != nil {
+			d.log.Warn("a half-made clone is left", "dir", dir, "err", err)
+		}
+	}
 }
 
 // checkRef refuses a ref git could read as an option or that names

@@ -19,7 +19,8 @@
 //     a marker), polling every 500 ms and every 10 ms.
 //   - agents: a Step round trip through go-plugin (an empty action) beside
 //     the same call in process and beside `true` in a warm terminal; a
-//     plugin's start (exec, handshake with AutoMTLS, Info); and a 100-step
+//     plugin's start (exec, handshake with mutual TLS, Info) beside
+//     go-plugin's AutoMTLS, no TLS and the exec alone; and a 100-step
 //     scripted run end to end (20 under -quick), with the harness's share
 //     of its wall time.
 //   - lines: 100,000 and 100,001 lines end to end through session.Command

@@ -34,7 +34,7 @@ type Config struct {
 	// runs.
 	SHA256 string
 	// Env is the plugin's whole environment as KEY=VALUE, besides what
-	// go-plugin adds (the magic cookie, AutoMTLS's certificate): the
+	// go-plugin and Start add (the magic cookie, the TLS certificates): the
 	// host's own environment is not passed on.
 	Env []string
 	// Dir is the plugin's working directory; default the host's.
@@ -70,7 +70,7 @@ type Process struct {
 }
 
 // Start runs a plugin: exec, go-plugin's handshake (magic cookie,
-// protocol version, AutoMTLS), then Info, whose answer it checks. A
+// protocol version, mutual TLS), then Info, whose answer it checks. A
 // process that fails any of it is killed, with its process group, before
 // Start returns an error matching ErrHandshake or ErrGarbage.
 func Start(ctx context.Context, cfg Config) (*Process, error) {
@@ -96,8 +96,12 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		}
 		secure = &plugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
+	tlsConfig, tlsEnv, err := startTLS()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(path, cfg.Command[1:]...)
-	cmd.Env = append([]string{}, cfg.Env...)
+	cmd.Env = append(append([]string{}, cfg.Env...), tlsEnv...)
 	cmd.Dir = cfg.Dir
 	// A group of its own: Kill takes whatever the plugin started with it,
 	// and a terminal's Ctrl-C (meant for harnessd run) never reaches it.
@@ -114,14 +118,16 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		Cmd:              cmd,
 		SecureConfig:     secure,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		StartTimeout:     cfg.StartTimeout,
-		Logger:           newHCLogger(log),
-		Stderr:           stderr,
-		SyncStderr:       syncErr,
-		SyncStdout:       syncOut,
-		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage))},
+		// Not AutoMTLS, which makes P-521 keys on both sides at every
+		// start: the same protocol with P-256 keys (see tls.go).
+		TLSConfig:       tlsConfig,
+		SkipHostEnv:     true,
+		StartTimeout:    cfg.StartTimeout,
+		Logger:          newHCLogger(log),
+		Stderr:          stderr,
+		SyncStderr:      syncErr,
+		SyncStdout:      syncOut,
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage))},
 	})
 
 	startCtx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)

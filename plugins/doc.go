@@ -15,8 +15,10 @@
 // The host side (Start, Process) runs the plugin's executable with an
 // environment it builds (the daemon's own is not passed on), in a process
 // group of its own, pinned by SHA-256 when Config.SHA256 is set
-// (go-plugin's SecureConfig), with AutoMTLS on: only this host may talk to
-// this plugin, and the host talks only to the process it started. The
+// (go-plugin's SecureConfig), with mutual TLS (go-plugin's AutoMTLS
+// protocol on P-256 certificates the host makes for both sides, see
+// tls.go): only this host may talk to this plugin, and the host talks only
+// to the process it started. The
 // plugin's stderr, what it prints and go-plugin's own log go to the
 // host's slog.Logger with the caller's attributes (session, run, agent).
 // Kill ends the process and everything in its group; it is safe to call

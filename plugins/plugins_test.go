@@ -39,6 +39,16 @@ func TestMain(m *testing.M) {
 		hs.ProtocolVersion = ProtocolVersion + 1
 		plugin.Serve(&plugin.ServeConfig{HandshakeConfig: hs, Plugins: plugin.PluginSet{PluginName: &GRPCPlugin{Impl: &testAgent{mode: "echo"}}}, GRPCServer: plugin.DefaultGRPCServer})
 		os.Exit(0)
+	case "automtls", "plaintext":
+		// A plugin not built on Serve: go-plugin's own server, which does
+		// AutoMTLS (its own certificate in the handshake); or, with the
+		// host's certificates removed, no TLS at all.
+		if mode == "plaintext" {
+			os.Unsetenv("PLUGIN_CLIENT_CERT")
+			os.Unsetenv(EnvPluginTLS)
+		}
+		plugin.Serve(&plugin.ServeConfig{HandshakeConfig: Handshake, Plugins: plugin.PluginSet{PluginName: &GRPCPlugin{Impl: &testAgent{mode: "echo"}}}, GRPCServer: plugin.DefaultGRPCServer})
+		os.Exit(0)
 	case "parent":
 		// A host that starts a plugin, says its pid, and waits to be
 		// killed.
@@ -103,6 +113,11 @@ func (a *testAgent) Step(ctx context.Context, req *pb.StepRequest, host Host) (*
 		return &pb.StepResponse{Action: &pb.StepResponse_Finish{Finish: &pb.Finish{Message: fmt.Sprint(errors.Is(err, ErrNoHost))}}}, nil
 	case "stderr":
 		fmt.Fprintln(os.Stderr, "a line on stderr")
+	case "tlsenv":
+		// What a plugin built on Serve has left of the host's TLS
+		// material: the host's certificate, not its own key.
+		msg := fmt.Sprintf("key=%t cert=%t", os.Getenv(EnvPluginTLS) != "", strings.Contains(os.Getenv("PLUGIN_CLIENT_CERT"), "BEGIN CERTIFICATE"))
+		return &pb.StepResponse{Action: &pb.StepResponse_Finish{Finish: &pb.Finish{Message: msg}}}, nil
 	}
 	return &pb.StepResponse{
 		Action: &pb.StepResponse_CmdRun{CmdRun: &pb.CmdRun{Command: fmt.Sprintf("echo %s %s %d", req.GetTask(), req.GetSession(), len(req.GetEvents()))}},

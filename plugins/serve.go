@@ -42,7 +42,8 @@ func Serve(a Agent, opts *ServeOptions) {
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(MaxMessage), grpc.MaxSendMsgSize(MaxMessage))...)
 		},
-		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: os.Stderr, JSONFormat: true}),
+		Logger:      hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: os.Stderr, JSONFormat: true}),
+		TLSProvider: serverTLS, // the key pair the host made for us (tls.go)
 	})
 }
 

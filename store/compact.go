@@ -170,6 +170,10 @@ func verifyLayout(ctx context.Context, tx *bolt.Tx, states map[string]sessState)
 		}
 	}
 
+	if err := verifyRuns(tx, states); err != nil {
+		return err
+	}
+
 	// Every seq of every session maps to a log record holding that session
 	// and seq, and an event that decodes strictly.
 	checkRecord := func(id string, seq, gid uint64) error {

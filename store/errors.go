@@ -46,6 +46,18 @@ var (
 	ErrInvalidSession = errors.New("store: invalid session")
 )
 
+// Errors about agent runs' records.
+var (
+	// ErrRunNotFound is returned by Run for a run id the store does not
+	// hold (never recorded, or its session was deleted).
+	ErrRunNotFound = fmt.Errorf("store: %w", record.ErrRunNotFound)
+
+	// ErrInvalidRun is returned by PutRun for a run id that cannot be a
+	// key (empty, longer than MaxRunID, with NUL) or that belongs to
+	// another session.
+	ErrInvalidRun = errors.New("store: invalid run")
+)
+
 // Errors about events.
 var (
 	// ErrInvalidEvent is returned by Append for an event that cannot be

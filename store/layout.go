@@ -23,6 +23,8 @@ import (
 //	outchunk  output number, chunk number (4-byte BE) -> uvarint newline
 //	          count, then up to ChunkSize bytes of the output
 //	sessout   session 0x00 output number -> nil
+//	runs      session 0x00 run id -> an agent run's record (runs.go)
+//	runids    run id -> session
 //
 // Why: bbolt's cost is the commit, and a commit that dirties many pages is
 // slower. The log is keyed by a global sequence (gid), so each commit's
@@ -47,8 +49,10 @@ var (
 	bucketOutMeta  = []byte("outmeta")
 	bucketOutChunk = []byte("outchunk")
 	bucketSessOut  = []byte("sessout")
+	bucketRuns     = []byte("runs")   // see runs.go
+	bucketRunIDs   = []byte("runids") // see runs.go
 
-	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketTrash, bucketLog, bucketIdx, bucketOutMeta, bucketOutChunk, bucketSessOut}
+	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketTrash, bucketLog, bucketIdx, bucketOutMeta, bucketOutChunk, bucketSessOut, bucketRuns, bucketRunIDs}
 
 	keyFormat  = []byte("format")
 	keyIndexed = []byte("indexed")

@@ -187,6 +187,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		if err := w.sessions.Delete([]byte(id)); err != nil {
 			return err
 		}
+		if err := w.deleteRuns(id); err != nil {
+			return err
+		}
 		if err := w.trash.Put([]byte(id), nil); err != nil {
 			return err
 		}

@@ -42,7 +42,13 @@ type testDaemon struct {
 // (driver none) unless a test asks for sandboxes, with the agents the
 // tests use.
 func testConfig(t *testing.T) (config.Config, string) {
-	dir := t.TempDir()
+	mark := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
+	return baseConfig(t.TempDir(), mark), mark
+}
+
+// baseConfig is testConfig's over dir, its plugins' processes marked with
+// mark (see noStrays).
+func baseConfig(dir, mark string) config.Config {
 	cfg := config.Default()
 	cfg.Daemon.DataDir = dir
 	cfg.Daemon.Socket = filepath.Join(dir, "h.sock")
@@ -50,14 +56,13 @@ func testConfig(t *testing.T) (config.Config, string) {
 	cfg.Sandbox.Driver = config.DriverNone
 	cfg.Terminal.SoftTimeout = config.Duration{Duration: 5 * time.Second}
 	cfg.Run.StepTimeout = config.Duration{Duration: 20 * time.Second}
-	mark := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())
 	for _, mode := range []string{"test-garbage", "test-exit", "test-hang", "test-sigkill", "test-nonsense", "test-host"} {
 		cfg.Agents[mode] = config.Agent{Command: []string{os.Args[0], "plugin", mode}, Env: map[string]string{"TEST_MARK": mark}}
 	}
 	a := cfg.Agents["scripted"]
 	a.Env = map[string]string{"TEST_MARK": mark}
 	cfg.Agents["scripted"] = a
-	return cfg, mark
+	return cfg
 }
 
 func startDaemon(t *testing.T, cfg config.Config, mark string) *testDaemon {

@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -82,6 +84,11 @@ type Options struct {
 	// Nudge answers an agent's message in an unattended run; default
 	// DefaultNudge.
 	Nudge string
+	// Runs keeps runs' records (store.Store), written at a run's start,
+	// after each step and at its end, so Get and List know runs after a
+	// restart; nil keeps them in memory only (the last keepEnded ended
+	// ones).
+	Runs RunStore
 }
 
 // DefaultNudge is what the controller answers an agent's message with
@@ -178,6 +185,16 @@ func New(opts Options) (*Controller, error) {
 		opts.Nudge = DefaultNudge
 	}
 	c := &Controller{opts: opts, log: opts.Logger, runs: map[string]*run{}, active: map[string]*run{}}
+	if opts.Runs != nil {
+		// No run is going yet: a record still marked running is a dead
+		// daemon's. Bounded: a store that hangs must not hang the start.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := c.sweep(ctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("agent: runs left going: %w", err)
+		}
+	}
 	opts.Sessions.Handle(event.KindDelegate, pipeline.ExecutorFunc(c.delegate))
 	return c, nil
 }
@@ -259,15 +276,54 @@ func (c *Controller) prepare(base context.Context, session string, req Request, 
 	return r, nil
 }
 
-// Get returns a run, running or ended.
-func (c *Controller) Get(id string) (Info, error) {
+// Get returns a run, running or ended: from memory while this controller
+// knows it, else from Options.Runs (a run of an earlier daemon, or one
+// ended long ago).
+func (c *Controller) Get(ctx context.Context, id string) (Info, error) {
 	c.mu.Lock()
 	r := c.runs[id]
 	c.mu.Unlock()
-	if r == nil {
+	if r != nil {
+		return r.snapshot(), nil
+	}
+	if c.opts.Runs == nil {
 		return Info{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	return r.snapshot(), nil
+	return stored(ctx, c.opts.Runs, id)
+}
+
+// List returns a session's runs, sub-runs too, oldest first: those
+// Options.Runs keeps, with the ones going now as they are now. Without a
+// RunStore, only the runs this controller still knows.
+func (c *Controller) List(ctx context.Context, session string) ([]Info, error) {
+	c.mu.Lock()
+	mem := map[string]Info{}
+	for _, r := range c.runs {
+		if r.session == session {
+			mem[r.id] = r.snapshot()
+		}
+	}
+	c.mu.Unlock()
+	var out []Info
+	if c.opts.Runs != nil {
+		var err error
+		if out, err = storedRuns(ctx, c.opts.Runs, session); err != nil {
+			return nil, err
+		}
+	}
+	for i, info := range out {
+		if m, ok := mem[info.ID]; ok {
+			out[i] = m
+			delete(mem, info.ID)
+		}
+	}
+	for _, m := range mem {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Info) int {
+		return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(a.StartSeq, b.StartSeq))
+	})
+	return out, nil
 }
 
 // Active returns the run going on in a session, if any.

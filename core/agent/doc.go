@@ -37,9 +37,11 @@
 //
 // # Caveats
 //
-// Runs live in memory: after a daemon restart GET /v1/runs/{id} does not
-// know them, and a run the old daemon was driving has no run_ended (its
-// session is marked interrupted). The event envelope has no run field, so
+// A run's record (Options.Runs) is written at its start, after each
+// step and at its end; a run a killed daemon was driving is ended by the
+// next one (Interrupted, reason daemon_stopped) with the usage of its last
+// record: tokens an agent reported after its last step are not counted.
+// The event envelope has no run field, so
 // actions and observations belong to the run whose run_started and
 // run_ended enclose them; agent_step names the run before each action.
 package agent

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(builtin.Main(os.Args[2:]))
 	}
+	if dir := os.Getenv(serveHelperEnv); dir != "" {
+		os.Exit(serveHelper(dir))
+	}
 	os.Exit(m.Run())
 }
 

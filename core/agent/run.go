@@ -34,6 +34,10 @@ type run struct {
 	lastUserMessage  string
 	started, stopped time.Time
 
+	// saving is the outcome of the last record write queued without
+	// waiting (save); only the run's own goroutine touches it.
+	saving <-chan error
+
 	mu      sync.Mutex
 	info    Info
 	outputs map[string]bool // output ids seen in the session's events
@@ -63,6 +67,7 @@ func (r *run) begin(ctx context.Context) error {
 	r.mu.Lock()
 	r.info.StartSeq = ev.Seq
 	r.mu.Unlock()
+	r.save(ctx, true)
 	r.log.Info("run started", "task", oneLine(r.task, 200), "max_steps", r.limits.MaxSteps)
 	return nil
 }
@@ -92,11 +97,14 @@ func (r *run) finish(o outcome) {
 	if err != nil {
 		r.log.Warn("run_ended not recorded", "err", err)
 	}
+	// The session is free for another run before anyone can see this
+	// one ended (a client that polls Get starts the next at once).
+	r.c.ended(r)
 	r.mu.Lock()
 	r.info.State, r.info.Reason, r.info.Message, r.info.Error = StateEnded, end.Reason, end.Message, end.Error
 	r.info.EndSeq, r.info.Ended = ev.Seq, time.Now().UTC()
 	r.mu.Unlock()
-	r.c.ended(r)
+	r.save(ctx, true)
 	r.log.Info("run ended", "reason", end.Reason, "steps", end.Steps, "tokens", end.Tokens, "cost", end.Cost, "err", end.Error)
 }
 
@@ -294,6 +302,10 @@ func (r *run) step(resp *pb.StepResponse, took time.Duration) (outcome, bool) {
 	r.info.Tokens += u.GetPromptTokens() + u.GetCompletionTokens()
 	r.info.Cost += u.GetCost()
 	r.mu.Unlock()
+	// Before the action, which may run long: a daemon that dies during it
+	// leaves a record that counts this step. Queued, not waited for: it
+	// is committed with agent_step, which follows.
+	r.save(r.ctx, false)
 	kind := StepKind(resp)
 	rec := AgentStep{Run: r.id, Step: n, Action: kind, Model: u.GetModel(), PromptTokens: u.GetPromptTokens(),
 		CompletionTokens: u.GetCompletionTokens(), Cost: u.GetCost(), Thought: resp.GetThought(), DurationMS: took.Milliseconds()}

@@ -33,12 +33,39 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	if !s.runsAvailable(w, r) {
 		return
 	}
-	info, err := s.opts.Runs.Get(r.PathValue("id"))
+	info, err := s.opts.Runs.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.failErr(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
+}
+
+// RunList is the body of GET /v1/sessions/{id}/runs.
+type RunList struct {
+	Runs []agent.Info `json:"runs"`
+}
+
+// GET /v1/sessions/{id}/runs: a session's runs (sub-runs too), oldest
+// first, from before a restart too.
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	if !s.runsAvailable(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	if err := s.d.Exists(r.Context(), id); err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	runs, err := s.opts.Runs.List(r.Context(), id)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	if runs == nil {
+		runs = []agent.Info{}
+	}
+	writeJSON(w, http.StatusOK, RunList{Runs: runs})
 }
 
 // DELETE /v1/runs/{id}: stop a run; answers with the run once it has
@@ -86,4 +113,11 @@ func (c *Client) StopRun(ctx context.Context, id string) (agent.Info, error) {
 	var info agent.Info
 	err := c.do(ctx, http.MethodDelete, "/v1/runs/"+url.PathEscape(id), nil, &info)
 	return info, err
+}
+
+// SessionRuns returns a session's runs, oldest first.
+func (c *Client) SessionRuns(ctx context.Context, session string) ([]agent.Info, error) {
+	var list RunList
+	err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(session)+"/runs", nil, &list)
+	return list.Runs, err
 }

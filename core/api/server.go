@@ -262,7 +262,7 @@ func (s *Server) routes() {
 	s.route("/v1/sessions/{id}/actions", map[string]http.HandlerFunc{http.MethodPost: s.act})
 	s.route("/v1/sessions/{id}/replies", map[string]http.HandlerFunc{http.MethodPost: s.reply})
 	s.route("/v1/sessions/{id}/events", map[string]http.HandlerFunc{http.MethodGet: s.events})
-	s.route("/v1/sessions/{id}/runs", map[string]http.HandlerFunc{http.MethodPost: s.startRun})
+	s.route("/v1/sessions/{id}/runs", map[string]http.HandlerFunc{http.MethodPost: s.startRun, http.MethodGet: s.listRuns})
 	s.route("/v1/runs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getRun, http.MethodDelete: s.stopRun})
 	s.route("/v1/outputs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.output})
 	s.route("/v1/approvals", map[string]http.HandlerFunc{http.MethodGet: s.listApprovals})

@@ -64,6 +64,13 @@ type Options struct {
 	// proxy (network = "proxy"), trusted as given: for tests, and for
 	// embedders pointing a name at a local mirror.
 	ProxyHosts map[string]string
+	// Interrupted, if set, is called by New for each session the last
+	// daemon left live, after its unanswered actions are answered and
+	// before its sandbox_stopped: what it records with rec comes before
+	// that last event. core/agent ends the runs that were going there
+	// (agent.Interrupted). An error is logged; the session is still
+	// marked interrupted.
+	Interrupted func(ctx context.Context, session string, rec func(context.Context, event.Payload) (event.Event, error)) error
 }
 
 // Daemon owns the live sessions: it creates them, runs their actions one
@@ -78,6 +85,7 @@ type Daemon struct {
 	pipe        *pipeline.Pipeline
 	hooks       pipeline.Hooks
 	reloadHooks func() (any, error)
+	interrupted func(ctx context.Context, session string, rec func(context.Context, event.Payload) (event.Event, error)) error
 	// approvals holds the actions hooks asked a person about.
 	approvals *approvals
 	dataDir   string
@@ -141,9 +149,11 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	d.approvals = newApprovals(func() time.Duration { return d.conf().Hooks.AskTimeout.Duration })
 	d.pipe = pipeline.New(pipeline.Options{Done: d.actionDone, Approver: d.approvals, Hooks: opts.Hooks})
 	d.hooks, d.reloadHooks = opts.Hooks, opts.ReloadHooks
+	d.interrupted = opts.Interrupted
 	if w, ok := opts.Store.(WriteChecker); ok {
 		d.metrics.watchStore(w.WriteErr)
 	}
+	d.sweepClones()
 	if err := d.recover(ctx); err != nil {
 		d.bus.Close()
 		return nil, err
@@ -183,6 +193,24 @@ func (d *Daemon) recover(ctx context.Context) error {
 			evs = append(evs, event.Event{Session: s.ID, Source: event.SourceRuntime, Time: now, Cause: a.Seq,
 				Payload: event.CmdOutput{ExitCode: -1, Note: "harnessd stopped (crashed or was killed) while this action ran; " +
 					"its output and exit code were not recorded, and the session's shell is gone"}})
+		}
+		if d.interrupted != nil {
+			if len(evs) > 0 {
+				if _, err := d.bus.Append(ctx, s.ID, evs...); err != nil {
+					return fmt.Errorf("daemon: mark session %s interrupted: %w", s.ID, err)
+				}
+				evs = nil
+			}
+			rec := func(ctx context.Context, p event.Payload) (event.Event, error) {
+				stored, err := d.bus.Append(ctx, s.ID, event.Event{Session: s.ID, Source: event.SourceRuntime, Time: now, Payload: p})
+				if err != nil {
+					return event.Event{}, err
+				}
+				return stored[0], nil
+			}
+			if err := d.interrupted(ctx, s.ID, rec); err != nil {
+				d.log.Warn("interrupted session: what was going in it is not all recorded", "session", s.ID, "err", err)
+			}
 		}
 		evs = append(evs, event.Event{Session: s.ID, Source: event.SourceRuntime, Time: now,
 			Payload: event.SandboxStopped{Reason: "interrupted: harnessd stopped (crashed or was killed) while the session was live"}})

@@ -61,6 +61,10 @@ type CreateRequest struct {
 	// requester must be able to write it; it is never removed, not even
 	// by a purge.
 	Workspace string `json:"workspace,omitempty"`
+	// Git makes the workspace a fresh clone of a host repository at a
+	// ref (see GitSource), instead of a fresh empty one; not with
+	// Workspace.
+	Git *GitSource `json:"git,omitempty"`
 	// Requester is who asks, from the API's peer credentials: a client's
 	// workspace must be theirs to write, and the sandbox's files become
 	// theirs when the requester is not root (root's go to the sandbox's
@@ -114,7 +118,20 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 	}
 	own := owner(req.Requester)
-	if req.Workspace != "" {
+	if req.Workspace != "" && req.Git != nil {
+		return Info{}, fmt.Errorf("%w: name a workspace or a git source, not both", ErrBadRequest)
+	}
+	cloned := false
+	if req.Git != nil {
+		// A clone of the client's repository, in the daemon's own
+		// workspace directory; never pooled (a pooled sandbox has its
+		// workspace already).
+		var err error
+		if ws, err = d.gitWorkspace(ctx, id, *req.Git, req.Requester, own); err != nil {
+			return Info{}, err
+		}
+		cloned = true
+	} else if req.Workspace != "" {
 		// A client's directory: checked, never pooled (the pool's
 		// sandboxes have their own), owned by the client in the sandbox.
 		real, err := d.userWorkspace(req.Workspace, req.Requester)
@@ -134,6 +151,9 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	if err != nil {
 		if warm != nil {
 			warm.close()
+		}
+		if cloned {
+			os.RemoveAll(ws)
 		}
 		if errors.Is(err, record.ErrExists) {
 			return Info{}, fmt.Errorf("%w: session %s", ErrExists, id)

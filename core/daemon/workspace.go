@@ -1,14 +1,22 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/sandbox"
 )
 
@@ -66,6 +74,13 @@ func within(path, dir string) bool {
 // permission on every directory above it) and write in it. ACLs are not
 // consulted: a directory only an ACL opens is refused.
 func writable(dir string, who *Requester) error {
+	return permitted(dir, who, 0o3, "write")
+}
+
+// permitted checks, from the mode bits, that who may reach dir and has
+// the permission bits (rwx as 4, 2, 1) on it; what names them in the
+// error.
+func permitted(dir string, who *Requester, bits os.FileMode, what string) error {
 	if who.UID == 0 {
 		return nil
 	}
@@ -97,12 +112,12 @@ func writable(dir string, who *Requester) error {
 			break
 		}
 	}
-	ok, err := can(dir, 0o3)
+	ok, err := can(dir, bits)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return errors.New("may not write it")
+		return fmt.Errorf("may not %s it", what)
 	}
 	return nil
 }
@@ -128,4 +143,291 @@ func owner(who *Requester) *sandbox.User {
 		return nil
 	}
 	return &sandbox.User{UID: who.UID, GID: who.GID}
+}
+
+// GitSource is a session workspace made from a repository on the host: a
+// fresh clone of Repo, Ref checked out, in the daemon's own workspace
+// directory (removed with the session's workspace, on purge).
+type GitSource struct {
+	// Repo is a host directory holding a git repository (a work tree with
+	// .git, or a bare repository); the requester must be able to read it.
+	Repo string `json:"repo"`
+	// Ref is a branch, tag or commit; empty means the repository's HEAD.
+	// A branch is checked out as a local branch of the same name, a tag
+	// or commit detached.
+	Ref string `json:"ref,omitempty"`
+}
+
+// gitWorkspace clones src into DataDir/workspaces/ID and returns that
+// path; the caller removes it if the session is not made. The clone's
+// files belong to the sandbox's user (own, or the driver's default), as a
+// fresh workspace does.
+//
+// Why a clone and not `git worktree add`: a worktree's .git is a file
+// pointing into the user's repository, and git inside would read and
+// write that repository's config, hooks and refs (commondir). Bound into
+// the sandbox, the agent could plant a hook or a core.fsmonitor that the
+// user's own git then runs; not bound, git would not work inside at all.
+// A clone is a repository of its own: the sandbox pins its control files
+// like any workspace's, and nothing in it is read by the user's git.
+//
+// Why --no-local: a local clone copies or hardlinks .git/objects as
+// files. A hardlink shares the inode with the user's repository (our
+// chown would change their files' owner, and the sandbox could write
+// objects the user's git reads), and a copy made by the daemon (root)
+// follows whatever is in objects/, which the user controls
+// (CVE-2022-39253). --no-local goes through the pack protocol: only
+// objects reachable from refs, written by the daemon's git.
+//
+// For a client that is not root, upload-pack (the only process that reads
+// the source) runs as the client (uploadPackAs). Otherwise the daemon's
+// git runs with no system or global config but a safe entry for the
+// source (so root's git does not refuse a repository the
+// client owns, and so no filter, hook or fsmonitor of the host's config
+// applies), no template (no hooks copied into the clone), hooks and
+// fsmonitor off on the command line, no terminal prompt, and no
+// submodules: nothing the source or the sandbox writes can make the host
+// run code. Only upload-pack reads the source's own config, and it is
+// made for untrusted repositories.
+func (d *Daemon) gitWorkspace(ctx context.Context, id string, src GitSource, who *Requester, own *sandbox.User) (string, error) {
+	bad := func(format string, args ...any) (string, error) {
+		return "", fmt.Errorf("%w: git repo %q: %s", ErrBadRequest, src.Repo, fmt.Sprintf(format, args...))
+	}
+	if !filepath.IsAbs(src.Repo) {
+		return bad("must be an absolute path")
+	}
+	if err := checkRef(src.Ref); err != nil {
+		return "", fmt.Errorf("%w: git ref %q: %v", ErrBadRequest, src.Ref, err)
+	}
+	repo, err := filepath.EvalSymlinks(src.Repo)
+	if err != nil {
+		return bad("%v", unwrapPath(err))
+	}
+	for _, own := range []string{d.dataDir, d.runDir} {
+		if r, err := filepath.EvalSymlinks(own); err == nil && (within(repo, r) || within(r, repo)) {
+			return bad("holds or is inside harnessd's own data (%s)", own)
+		}
+	}
+	gitDir := repo
+	if st, err := os.Stat(filepath.Join(repo, ".git")); err == nil && st.IsDir() {
+		gitDir = filepath.Join(repo, ".git")
+	} else if err == nil {
+		// A .git file: a worktree or a submodule, whose repository is
+		// elsewhere; the clone would read a directory we did not check.
+		return bad("is a linked worktree or submodule (.git is a file); name the main repository")
+	}
+	if who == nil {
+		return bad("the requester is unknown")
+	}
+	// The daemon reads the repository as root: it must be one the client
+	// could read itself, or a clone would hand them someone else's code.
+	for _, dir := range []string{repo, gitDir} {
+		if err := readable(dir, who); err != nil {
+			return bad("uid %d %v", who.UID, err)
+		}
+	}
+	parent := filepath.Join(d.dataDir, "workspaces")
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("daemon: git workspace: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+id+".clone-")
+	if err != nil {
+		return "", fmt.Errorf("daemon: git workspace: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	// The global config is ours: only the safe entries for the source.
+	cfgFile := filepath.Join(tmp, ".gitconfig")
+	safe := fmt.Sprintf("[safe]\n\tdirectory = %s\n\tdirectory = %s\n", gitQuote(repo), gitQuote(gitDir))
+	if err := os.WriteFile(cfgFile, []byte(safe), 0o600); err != nil {
+		return "", fmt.Errorf("daemon: git workspace: %w", err)
+	}
+	ws := filepath.Join(tmp, "ws")
+	git := func(dir string, args ...string) (string, error) {
+		return runGit(ctx, dir, cfgFile, args...)
+	}
+	clone := []string{"clone", "--quiet", "--no-local", "--no-checkout", "--template="}
+	if who.UID != 0 {
+		// What reads the source is upload-pack, and it reads it as the
+		// client: the mode bits above are a first answer, but objects/
+		// may be a symlink and objects/info/alternates may name another
+		// user's repository, from which the daemon's root would serve any
+		// commit a ref names. Without safe.directory: a repository the
+		// client does not own is refused, as the client's own git would.
+		up, err := uploadPackAs(who)
+		if err != nil {
+			return "", err
+		}
+		clone = append(clone, "--upload-pack="+up)
+	}
+	if out, err := git(tmp, append(clone, "--", repo, ws)...); err != nil {
+		return bad("git clone: %s", out)
+	}
+	// Which commit Ref names, in the clone: a branch of the source is a
+	// remote-tracking branch here, a tag or commit resolves as it is.
+	var checkout []string
+	switch {
+	case src.Ref == "":
+		if _, err := git(ws, "rev-parse", "--quiet", "--verify", "HEAD^{commit}"); err != nil {
+			return bad("has no commits")
+		}
+		checkout = []string{"checkout", "--quiet", "--force"}
+	case gitOK(git(ws, "rev-parse", "--quiet", "--verify", "refs/heads/"+src.Ref)):
+		checkout = []string{"checkout", "--quiet", "--force", src.Ref, "--"}
+	case gitOK(git(ws, "rev-parse", "--quiet", "--verify", "refs/remotes/origin/"+src.Ref)):
+		checkout = []string{"checkout", "--quiet", "--force", "-b", src.Ref, "--track", "origin/" + src.Ref, "--"}
+	default:
+		sha, err := git(ws, "rev-parse", "--quiet", "--verify", "--end-of-options", src.Ref+"^{commit}")
+		if err != nil {
+			return "", fmt.Errorf("%w: git ref %q: not a branch, tag or commit of %s", ErrBadRequest, src.Ref, src.Repo)
+		}
+		checkout = []string{"checkout", "--quiet", "--force", "--detach", strings.TrimSpace(sha), "--"}
+	}
+	if out, err := git(ws, checkout...); err != nil {
+		return bad("git checkout %s: %s", src.Ref, out)
+	}
+	if err := d.giveClone(ws, own); err != nil {
+		return "", fmt.Errorf("daemon: git workspace: %w", err)
+	}
+	// The session's workspace is DataDir/workspaces/ID, like a fresh
+	// one's; the clone moves there from its temporary parent (which holds
+	// the config file).
+	// RENAME_NOREPLACE: a directory already there (a racing create of
+	// the same id, a leftover) is never replaced, nor later removed as ours.
+	final := filepath.Join(parent, id)
+	if err := unix.Renameat2(unix.AT_FDCWD, ws, unix.AT_FDCWD, final, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return "", fmt.Errorf("%w: session %s: its workspace directory exists", ErrExists, id)
+		}
+		return "", fmt.Errorf("daemon: git workspace: %w", &os.LinkError{Op: "rename", Old: ws, New: final, Err: err})
+	}
+	ok = true
+	os.RemoveAll(tmp)
+	return final, nil
+}
+
+// uploadPackAs is the upload-pack command (git runs it with sh -c, the
+// repository's path quoted after it) that serves a clone as who: setpriv
+// (util-linux) drops root for who's uid, gid and groups, and the global
+// config is no one's.
+func uploadPackAs(who *Requester) (string, error) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return "", fmt.Errorf("daemon: git workspace: reading a repository as its client needs setpriv (util-linux): %w", err)
+	}
+	groups := "--clear-groups"
+	if len(who.Groups) > 0 {
+		ids := make([]string, len(who.Groups))
+		for i, g := range who.Groups {
+			ids[i] = strconv.Itoa(g)
+		}
+		groups = "--groups=" + strings.Join(ids, ",")
+	}
+	return fmt.Sprintf("env GIT_CONFIG_GLOBAL=/dev/null %s --reuid=%d --regid=%d %s -- git upload-pack", setpriv, who.UID, who.GID, groups), nil
+}
+
+// sweepClones removes the temporary directories of clones a dead daemon
+// left half made (their sessions were never recorded).
+func (d *Daemon) sweepClones() {
+	left, _ := filepath.Glob(filepath.Join(d.dataDir, "workspaces", ".*.clone-*"))
+	for _, dir := range left {
+		if err := os.RemoveAll(dir); err != nil {
+			d.log.Warn("a half-made clone is left", "dir", dir, "err", err)
+		}
+	}
+}
+
+// checkRef refuses a ref git could read as an option or that names
+// nothing a checkout can use; git itself decides the rest.
+func checkRef(ref string) error {
+	switch {
+	case strings.HasPrefix(ref, "-"):
+		return errors.New("may not start with '-'")
+	case strings.ContainsFunc(ref, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return errors.New("may not hold spaces or control characters")
+	case strings.Contains(ref, ":"):
+		return errors.New("may not hold ':'")
+	}
+	return nil
+}
+
+func gitOK(_ string, err error) bool { return err == nil }
+
+// gitQuote quotes a path for a git config file.
+func gitQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// runGit runs the host's git with a built environment (see gitWorkspace)
+// and returns its combined output.
+func runGit(ctx context.Context, dir, cfgFile string, args ...string) (string, error) {
+	args = append([]string{
+		"-c", "core.hooksPath=/dev/null",
+		"-c", "core.fsmonitor=false",
+		"-c", "protocol.allow=never",
+		"-c", "protocol.file.allow=always",
+		"-c", "submodule.recurse=false",
+	}, args...)
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=/nonexistent",
+		"LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + cfgFile,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_ASKPASS=/bin/false",
+		"GIT_PROTOCOL_FROM_USER=0",
+	}
+	// Its own process group, so a cancelled clone takes upload-pack with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 500 {
+			msg = msg[:500] + "…"
+		}
+		if msg == "" {
+			msg = err.Error()
+		}
+		return msg, fmt.Errorf("git: %w", err)
+	}
+	return string(out), nil
+}
+
+// giveClone makes a clone's files the sandbox user's, as a fresh
+// workspace is (sandbox.Native hands over only an empty one). The ids
+// are those the native driver maps the sandbox's root to: the owner
+// unless root, else sandbox.DefaultUID (the daemon sets no other); a
+// daemon that is not root, or the none driver, runs the shell as itself.
+func (d *Daemon) giveClone(ws string, own *sandbox.User) error {
+	if err := os.Chmod(ws, 0o700); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 || d.conf().Sandbox.Driver != config.DriverNative {
+		return nil
+	}
+	uid, gid := sandbox.DefaultUID, sandbox.DefaultGID
+	if own != nil && own.UID > 0 {
+		uid, gid = own.UID, own.GID
+	}
+	return filepath.WalkDir(ws, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+// readable checks, from the mode bits, that who may reach dir and list
+// and read it, as writable does for a directory source.
+func readable(dir string, who *Requester) error {
+	return permitted(dir, who, 0o5, "read")
 }

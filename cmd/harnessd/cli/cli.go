@@ -44,11 +44,12 @@ daemon:
                                 shrinks its file); run it while the daemon is stopped
 
 client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --json for scripts):
-  run [--agent NAME] [--session ID | --workspace DIR] [--max-steps N] [--wall DUR] [--max-cost X] "TASK"
+  run [--agent NAME] [--session ID | --workspace DIR | --git REPO[@REF]] [--max-steps N] [--wall DUR] [--max-cost X] "TASK"
                                            drive an agent through a task, printing each action and observation;
                                            Ctrl-C stops the run; exits 0 only if the agent finished
-  session new [--id ID] [--label K=V]... [--workspace DIR]
-                                           create a session (in DIR, bound at /workspace); prints its id
+  session new [--id ID] [--label K=V]... [--workspace DIR | --git REPO[@REF]]
+                                           create a session (in DIR, or a fresh clone of REPO at REF,
+                                           bound at /workspace); prints its id
   session ls                               list sessions
   session show ID                          one session
   session rm ID [--purge]                  end a session (--purge: and delete its history)
@@ -356,6 +357,7 @@ func (c *cmd) session(args []string) int {
 	case "new":
 		id := fs.String("id", "", "session id (default: a new random one)")
 		workspace := fs.String("workspace", "", "work in this existing directory, bound at /workspace (default: a fresh empty one)")
+		gitSrc := fs.String("git", "", "work in a fresh clone of the repository REPO at REF (REPO[@REF]: a branch, tag or commit)")
 		labels := map[string]string{}
 		fs.Func("label", "a K=V label (repeatable)", func(v string) error {
 			k, val, ok := strings.Cut(v, "=")
@@ -379,6 +381,9 @@ func (c *cmd) session(args []string) int {
 				return c.fail(err)
 			}
 			req.Workspace = abs
+		}
+		if req.Git, err = gitSource(*gitSrc); err != nil {
+			return c.fail(err)
 		}
 		info, err := c.client(*socket).CreateSession(c.ctx, req)
 		if err != nil {

@@ -30,6 +30,7 @@ func (c *cmd) run(args []string) int {
 	agentName := fs.String("agent", "", "the agent (one of harness.toml's [agents]; default run.agent)")
 	sessionID := fs.String("session", "", "run in this live session (default: a new one)")
 	workspace := fs.String("workspace", "", "for a new session: work in this directory (default: a fresh empty one)")
+	gitSrc := fs.String("git", "", "for a new session: work in a fresh clone of the repository REPO at REF (REPO[@REF])")
 	maxSteps := fs.Int("max-steps", 0, "step limit (default run.max_steps)")
 	wall := fs.Duration("wall", 0, "wall-clock budget (default run.wall)")
 	maxCost := fs.Float64("max-cost", 0, "cost budget (default run.max_cost)")
@@ -42,8 +43,8 @@ func (c *cmd) run(args []string) int {
 	if len(pos) == 0 {
 		return c.usage(`want a task: harnessd run [--agent NAME] "what to do"`)
 	}
-	if *sessionID != "" && *workspace != "" {
-		return c.usage("--workspace makes a new session; it does not go with --session")
+	if *sessionID != "" && (*workspace != "" || *gitSrc != "") {
+		return c.usage("--workspace and --git make a new session; they do not go with --session")
 	}
 	task := strings.Join(pos, " ")
 	cl := c.client(*socket)
@@ -58,6 +59,9 @@ func (c *cmd) run(args []string) int {
 				return c.fail(err)
 			}
 			req.Workspace = abs
+		}
+		if req.Git, err = gitSource(*gitSrc); err != nil {
+			return c.fail(err)
 		}
 		info, err := cl.CreateSession(ctx, req)
 		if err != nil {
@@ -353,4 +357,24 @@ func (p *runPrinter) finish(end agent.Info) {
 		fmt.Fprintf(p.out, "  error: %s\n", end.Error)
 	}
 	fmt.Fprintf(p.errw, "[harnessd] the session %s stays live: harnessd events %s, harnessd session rm %s\n", end.Session, end.Session, end.Session)
+}
+
+// gitSource reads --git REPO[@REF]: the ref follows the last '@', unless
+// the whole argument is a directory (a path with an '@' in it). The path
+// is made absolute here: the daemon has its own working directory.
+func gitSource(arg string) (*daemon.GitSource, error) {
+	if arg == "" {
+		return nil, nil
+	}
+	repo, ref := arg, ""
+	if i := strings.LastIndexByte(arg, '@'); i > 0 {
+		if st, err := os.Stat(arg); err != nil || !st.IsDir() {
+			repo, ref = arg[:i], arg[i+1:]
+		}
+	}
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		return nil, err
+	}
+	return &daemon.GitSource{Repo: abs, Ref: ref}, nil
 }

@@ -140,6 +140,9 @@ func Run(ctx context.Context, opts Options) error {
 		dopts.Hooks = &hooks.Pipeline{Engine: eng, Outputs: st.Outputs(), Logger: log}
 		dopts.ReloadHooks = func() (any, error) { return eng.Reload() }
 	}
+	// Runs a dead daemon was driving end (run_ended) before their
+	// sessions' sandbox_stopped.
+	dopts.Interrupted = agent.Interrupted(st, log)
 	d, err := daemon.New(ctx, dopts)
 	if err != nil {
 		closeLn()
@@ -151,6 +154,7 @@ func Run(ctx context.Context, opts Options) error {
 		Agent:        builtin.Defaults(cfg),
 		DefaultAgent: cfg.Run.Agent,
 		Logger:       log,
+		Runs:         st,
 	})
 	if err != nil {
 		d.Shutdown(context.Background(), 0)

@@ -58,4 +58,8 @@ var (
 	// ErrExists: CreateSession was given an id in use (or one still being
 	// swept after a delete).
 	ErrExists = errors.New("session already exists")
+	// ErrRunNotFound: the store keeps no record of an agent run with that
+	// id (core/agent's RunStore). Declared here, beside the sessions'
+	// errors, so the store can return it without importing core/agent.
+	ErrRunNotFound = errors.New("run not found")
 )

@@ -38,9 +38,30 @@ env = { LOG = "1" }
 		!reflect.DeepEqual(c.Agents["py"].Command, []string{"/usr/bin/python3", "agent.py"}) {
 		t.Fatalf("%+v", c)
 	}
-	// A table given in the file replaces the default agents whole.
-	if _, ok := c.Agents["scripted"]; ok {
-		t.Errorf("[agents] in the file should replace the defaults")
+	// Agents the file adds go beside the built-in ones.
+	if c.Agents["scripted"].Builtin != BuiltinScripted || c.Agents["openai"].Builtin != BuiltinOpenAI {
+		t.Errorf("[agents] in the file removed the built-in agents: %+v", c.Agents)
+	}
+}
+
+// TestAgentsOverBuiltin: a table named after a built-in agent changes the
+// keys it sets and keeps the rest, as the README's example does with
+// [agents.openai] base_url alone.
+func TestAgentsOverBuiltin(t *testing.T) {
+	c, err := Parse([]byte("[agents.openai]\nbase_url = \"http://127.0.0.1:9999/v1\"\n[agents.scripted]\nscript = \"/tmp/s.jsonl\"\n"), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, want := c.Agents["openai"], Default().Agents["openai"]
+	want.BaseURL = "http://127.0.0.1:9999/v1"
+	if !reflect.DeepEqual(o, want) {
+		t.Errorf("openai: got  %+v\nwant %+v", o, want)
+	}
+	if s := c.Agents["scripted"]; s.Builtin != BuiltinScripted || s.Script != "/tmp/s.jsonl" {
+		t.Errorf("scripted: %+v", s)
+	}
+	if Default().Agents["openai"].BaseURL != "http://127.0.0.1:8080/v1" {
+		t.Error("Parse changed the defaults")
 	}
 }
 

@@ -42,7 +42,8 @@ func decode(data []byte, name string) (Config, map[string]int, error) {
 // a map with string keys (a table of any keys) or a pointer, to any
 // depth: a slice of structs is an array of tables. Such types pass
 // decodable. A table in the document sets the keys it names over what is
-// in *dst; an array or a map's table replaces the old one whole. Every
+// in *dst; an array, or a map of scalars or arrays, replaces the old one
+// whole; a map of tables is merged entry by entry (see mapping). Every
 // problem is a *KeyError with the line of its key, in file order: an
 // unknown key, a value of the wrong TOML type, a number out of the
 // setting's range, or (errors.ErrUnsupported, a bug in the caller) a
@@ -156,8 +157,14 @@ func (d *decoder) table(v reflect.Value, val any, p path) {
 	}
 }
 
-// mapping decodes a TOML table into the map v, replacing it: each key is
-// an entry.
+// mapping decodes a TOML table into the map v: each key is an entry. A
+// map of scalars or lists (an environment, headers) is replaced whole, so
+// the file says exactly what it holds. A map of tables (the agents) is
+// merged: entries the file does not mention stay, and a table the file
+// names sets its keys over the entry already there, as a struct's table
+// does — so `[agents.openai] base_url = "…"` changes the built-in agent's
+// address and keeps the rest of it, and adding [agents.mine] does not
+// remove the built-in ones.
 func (d *decoder) mapping(v reflect.Value, val any, p path) {
 	t := v.Type()
 	if d.unsupported(t.Elem(), p) {
@@ -168,11 +175,25 @@ func (d *decoder) mapping(v reflect.Value, val any, p path) {
 		d.fail(p, ErrType, "must be a table, got %s", describe(val))
 		return
 	}
+	merge := deref(t.Elem()).Kind() == reflect.Struct
 	out := reflect.MakeMapWithSize(t, len(m))
+	if merge && !v.IsNil() {
+		iter := v.MapRange()
+		for iter.Next() {
+			out.SetMapIndex(iter.Key(), iter.Value())
+		}
+	}
 	for _, k := range d.keys(m, p) {
+		key := reflect.ValueOf(k).Convert(t.Key())
 		e := reflect.New(t.Elem()).Elem()
+		if old := out.MapIndex(key); merge && old.IsValid() && old.Kind() == reflect.Struct {
+			// A copy, so that the entry's own maps and slices, which
+			// decoding replaces, are never shared with the old value's
+			// being written to.
+			e.Set(old)
+		}
 		d.value(e, m[k], p.child(k))
-		out.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), e)
+		out.SetMapIndex(key, e)
 	}
 	v.Set(out)
 }

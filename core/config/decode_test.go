@@ -407,23 +407,29 @@ memory_mb = 1
 }
 
 // TestUnmarshalOver: a document is read over what is there. Tables merge,
-// maps and arrays are replaced whole, and what a pointer pointed to is
-// left as it was.
+// and so do maps of tables, entry by entry; other maps and arrays are
+// replaced whole, and what a pointer pointed to is left as it was.
 func TestUnmarshalOver(t *testing.T) {
 	old := &agent{Name: "old", On: true, Env: map[string]string{"A": "1"}}
+	oldAgents := map[string]agent{"x": {Name: "x", Env: map[string]string{"K": "v"}}, "z": {Name: "z"}}
 	e := everything{
 		Table:  agent{Name: "t", On: true, Args: []string{"a"}},
 		Ptr:    old,
-		Agents: map[string]agent{"x": {Name: "x"}},
+		Env:    map[string]string{"OLD": "1"},
+		Agents: oldAgents,
 	}
-	src := "[table]\nargs = [\"b\"]\n[ptr]\nname = \"new\"\nenv.B = \"2\"\n[agents.y]\n"
+	src := "env = {NEW = \"2\"}\n[table]\nargs = [\"b\"]\n[ptr]\nname = \"new\"\nenv.B = \"2\"\n[agents.y]\n[agents.x]\non = true\nenv = {J = \"w\"}\n"
 	if _, err := unmarshal([]byte(src), "f.toml", &e); err != nil {
 		t.Fatal(err)
 	}
 	want := everything{
 		Table:  agent{Name: "t", On: true, Args: []string{"b"}},
 		Ptr:    &agent{Name: "new", On: true, Env: map[string]string{"B": "2"}},
-		Agents: map[string]agent{"y": {}},
+		Env:    map[string]string{"NEW": "2"},
+		Agents: map[string]agent{"x": {Name: "x", On: true, Env: map[string]string{"J": "w"}}, "y": {}, "z": {Name: "z"}},
+	}
+	if !reflect.DeepEqual(oldAgents, map[string]agent{"x": {Name: "x", Env: map[string]string{"K": "v"}}, "z": {Name: "z"}}) {
+		t.Errorf("the old map changed: %+v", oldAgents)
 	}
 	if !reflect.DeepEqual(e, want) {
 		t.Errorf("got  %+v\nwant %+v", e, want)

@@ -2,157 +2,175 @@ package trim
 
 import "bytes"
 
-// matcher finds keywords in runs of lines.
+// matcher finds lines containing any keyword, ignoring ASCII case.
 //
-// Each keyword gets its own vectorised scan (bytes.IndexByte, assembly)
-// for one "anchor" byte of it, the byte that is currently rarest in the
-// stream; a candidate is then checked with bytes.Equal. A scan for a byte
-// that is absent runs at tens of GB/s, so six of them over a chunk cost far
-// less than one byte-at-a-time pass of a multi-pattern automaton, whose
-// table lookups form a dependency chain of several cycles per byte. The
-// anchor matters: bytes.Index anchors on the first byte, and "panic:" in a
-// log full of "p" would stop the scan every few bytes. Byte frequencies are
-// sampled from the stream now and then (see sample), so the choice follows
-// the content. When even the rarest byte is common, the search falls back
-// to bytes.Index, whose brute-force assembly handles dense candidates.
+// It makes one pass over a run of lines, looking up each pair of adjacent
+// bytes (case-folded) in a 64 Ki-bit table. Each keyword registers one of
+// its pairs, the one that is rarest in ordinary text ("rr" for "error",
+// "xc" for "exception"), so a pass stops at few places, and there every
+// keyword registered for that pair is compared in full. One pass serves
+// any number of keywords, where a search per keyword would read the
+// stream once for each; and the pair table, unlike a first-byte search,
+// is not slowed by keywords whose letters are common.
 type matcher struct {
-	kws    [][]byte
-	anchor []int // offset of the anchor byte in each keyword
-	maxLen int   // longest keyword, for matches that straddle two writes
-	next   []int // scratch for scan: next hit of each keyword
-	freq   [256]uint32
-
-	sampled   int // bytes scanned since the last sample
-	hasSample bool
+	kws    [][]byte // case-folded keywords
+	tab    [1 << 16 / 64]uint64
+	byPair map[uint16][]anchor
+	maxLen int
 }
 
-// The matcher re-estimates byte frequencies from sampleSize bytes of every
-// sampleEvery bytes scanned: cheap (0.4%), and often enough to follow a
-// stream whose content changes.
-const (
-	sampleEvery = 1 << 20
-	sampleSize  = 4 << 10
-)
+// anchor is a keyword registered under a pair: the pair is at off in it.
+type anchor struct {
+	kw  int
+	off int
+}
+
+// fold maps ASCII upper case to lower case and every other byte to itself.
+var fold = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if i >= 'A' && i <= 'Z' {
+			t[i] = byte(i) + 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+// freq is a rough frequency of each byte in command output, used only to
+// choose each keyword's anchor pair; a wrong guess costs speed, never a
+// match.
+var freq = func() (t [256]int) {
+	for i := range t {
+		t[i] = 2 // punctuation, non-ASCII
+	}
+	for i, c := range "etaoinsrhldcumfpgwybvkxjqz" {
+		t['a'+c-'a'] = 60 - 2*i
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = 20
+	}
+	t[' '], t['\t'], t['.'], t['/'], t[':'], t['_'], t['-'], t['='] = 80, 20, 20, 20, 10, 10, 10, 10
+	return t
+}()
 
 // newMatcher keeps the usable keywords: an empty keyword would match every
-// line and one containing '\n' could never match within a line, so both are
-// dropped; duplicates are dropped so they cost no extra pass.
+// line and one containing '\n' could never match within a line, so both
+// are dropped, as are duplicates (after folding case).
 func newMatcher(keywords []string) matcher {
-	var m matcher
-	seen := make(map[string]bool, len(keywords))
+	m := matcher{byPair: map[uint16][]anchor{}}
+	seen := map[string]bool{}
 	for _, k := range keywords {
-		if k == "" || seen[k] || bytes.IndexByte([]byte(k), '\n') >= 0 {
+		f := foldString(k)
+		if f == "" || seen[f] || bytes.IndexByte([]byte(f), '\n') >= 0 {
 			continue
 		}
-		seen[k] = true
-		m.kws = append(m.kws, []byte(k))
-		m.maxLen = max(m.maxLen, len(k))
+		seen[f] = true
+		kw := []byte(f)
+		i := len(m.kws)
+		m.kws = append(m.kws, kw)
+		m.maxLen = max(m.maxLen, len(kw))
+		if len(kw) == 1 {
+			// One byte: every pair it starts, '\n' included.
+			for c := range 256 {
+				m.add(uint16(kw[0])<<8|uint16(c), anchor{i, 0})
+			}
+			continue
+		}
+		best := 0
+		for o := 1; o+1 < len(kw); o++ {
+			if freq[kw[o]]*freq[kw[o+1]] < freq[kw[best]]*freq[kw[best+1]] {
+				best = o
+			}
+		}
+		m.add(uint16(kw[best])<<8|uint16(kw[best+1]), anchor{i, best})
 	}
-	m.next = make([]int, len(m.kws))
-	m.anchor = make([]int, len(m.kws))
 	return m
 }
 
-// any reports whether b contains any keyword. It serves single lines, for
-// which bytes.Index's brute-force path is already the fastest.
-func (m *matcher) any(b []byte) bool {
-	for _, k := range m.kws {
-		if bytes.Index(b, k) >= 0 {
+func (m *matcher) add(pair uint16, a anchor) {
+	m.tab[pair>>6] |= 1 << (pair & 63)
+	m.byPair[pair] = append(m.byPair[pair], a)
+}
+
+func foldString(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		b[i] = fold[c]
+	}
+	return string(b)
+}
+
+// equalFold reports whether s equals the folded keyword kw, ignoring ASCII
+// case.
+func equalFold(s, kw []byte) bool {
+	for i, c := range kw {
+		if fold[s[i]] != c {
+			return false
+		}
+	}
+	return true
+}
+
+// check reports whether a keyword registered under the pair at p of s
+// occurs there.
+func (m *matcher) check(s []byte, p int, pair uint16) bool {
+	for _, a := range m.byPair[pair] {
+		kw := m.kws[a.kw]
+		start := p - a.off
+		if start >= 0 && start+len(kw) <= len(s) && equalFold(s[start:], kw) {
 			return true
 		}
 	}
 	return false
 }
 
-// sample adds the byte frequencies of b to the running estimate (older
-// samples weigh half as much each time) and re-picks every keyword's
-// anchor.
-func (m *matcher) sample(b []byte) {
-	for i := range m.freq {
-		m.freq[i] >>= 1
+// next returns the offset of the first byte at or after from where a
+// keyword occurs in span, or -1. span is whole lines, each ending in '\n'.
+func (m *matcher) next(span []byte, from int) int {
+	if len(m.kws) == 0 || from >= len(span) {
+		return -1
 	}
-	for _, c := range b {
-		m.freq[c]++
-	}
-	for i, k := range m.kws {
-		best := 0
-		for o := range k {
-			if m.freq[k[o]] < m.freq[k[best]] {
-				best = o
-			}
-		}
-		m.anchor[i] = best
-	}
-}
-
-// scan finds the lines of span that contain a keyword. span must be whole
-// lines, each ending in '\n'. It appends the start offsets of the first
-// limit such lines to hits and returns them with the number of all such
-// lines. A line counts once however many keywords it holds.
-func (m *matcher) scan(span []byte, hits []int, limit int) ([]int, int) {
-	if len(span) == 0 {
-		return hits, 0
-	}
-	if m.sampled += len(span); m.sampled >= sampleEvery || !m.hasSample {
-		m.sample(span[:min(len(span), sampleSize)])
-		m.sampled, m.hasSample = 0, true
-	}
-	next := m.next
-	for i := range m.kws {
-		next[i] = m.index(span, i, 0)
-	}
-	n := 0
-	for {
-		pos := -1
-		for _, h := range next {
-			if h >= 0 && (pos < 0 || h < pos) {
-				pos = h
-			}
-		}
-		if pos < 0 {
-			return hits, n
-		}
-		end := pos + bytes.IndexByte(span[pos:], '\n') // found: span ends in '\n'
-		if n < limit {
-			hits = append(hits, bytes.LastIndexByte(span[:pos], '\n')+1)
-		}
-		n++
-		// Every keyword whose next hit is on this line moves past it.
-		for i, h := range next {
-			if h >= 0 && h < end {
-				next[i] = m.index(span, i, end+1)
-			}
-		}
-	}
-}
-
-// index returns the position of the first occurrence of keyword i in s at
-// or after from, or -1.
-func (m *matcher) index(s []byte, i, from int) int {
-	k := m.kws[i]
-	o := m.anchor[i]
-	c := k[o]
-	p := from + o // where the anchor of a match at from would be
-	fails := 0
-	for p < len(s) {
-		j := bytes.IndexByte(s[p:], c)
-		if j < 0 {
-			return -1
-		}
-		j += p
-		start := j - o
-		if start+len(k) <= len(s) && bytes.Equal(s[start:start+len(k)], k) {
-			return start
-		}
-		p = j + 1
-		// Many false candidates: the anchor is common here. Let bytes.Index
-		// take the rest; it switches to a brute-force scan.
-		if fails++; fails > 8+(p-from)>>4 {
-			if r := bytes.Index(s[start+1:], k); r >= 0 {
-				return start + 1 + r
-			}
-			return -1
+	tab := &m.tab
+	prev := uint16(fold[span[from]])
+	for i := from + 1; i < len(span); i++ {
+		pair := prev<<8 | uint16(fold[span[i]])
+		prev = pair & 0xff
+		if tab[pair>>6]&(1<<(pair&63)) != 0 && m.check(span, i-1, pair) {
+			return i - 1
 		}
 	}
 	return -1
+}
+
+// line reports whether the line text (without its '\n') contains a
+// keyword. It gives the same answer as next on the line followed by '\n'.
+func (m *matcher) line(text []byte) bool {
+	if len(m.kws) == 0 || len(text) == 0 {
+		return false
+	}
+	tab := &m.tab
+	for i := range text {
+		c := byte('\n')
+		if i+1 < len(text) {
+			c = text[i+1]
+		}
+		pair := uint16(fold[text[i]])<<8 | uint16(fold[c])
+		if tab[pair>>6]&(1<<(pair&63)) != 0 && m.check(text, i, pair) {
+			return true
+		}
+	}
+	return false
+}
+
+// any reports whether b contains a keyword, b being any part of a line.
+// It serves lines too long to keep whole, which are tested piece by piece.
+func (m *matcher) any(b []byte) bool {
+	for _, kw := range m.kws {
+		for i := 0; i+len(kw) <= len(b); i++ {
+			if fold[b[i]] == kw[0] && equalFold(b[i:], kw) {
+				return true
+			}
+		}
+	}
+	return false
 }

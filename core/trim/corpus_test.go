@@ -22,18 +22,18 @@ type corpusFile struct {
 
 func loadCorpus(t testing.TB) []corpusFile {
 	t.Helper()
-	outs, err := filepath.Glob("testdata/corpus/*.out")
+	outs, err := filepath.Glob("testdata/corpus/*.log")
 	if err != nil || len(outs) == 0 {
 		t.Fatalf("no corpus: %v", err)
 	}
 	var files []corpusFile
 	for _, out := range outs {
-		name := strings.TrimSuffix(filepath.Base(out), ".out")
+		name := strings.TrimSuffix(filepath.Base(out), ".log")
 		data, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustText, err := os.ReadFile(strings.TrimSuffix(out, ".out") + ".must")
+		mustText, err := os.ReadFile(strings.TrimSuffix(out, ".log") + ".must")
 		if err != nil {
 			t.Fatalf("%s: every output needs its .must file: %v", name, err)
 		}

@@ -2,7 +2,7 @@
 # gen.sh regenerates the corpus: it copies each small failing project under
 # src/ to /tmp/harnessd-corpus/NAME (a fixed path, so paths in the outputs
 # stay the same from run to run), runs the real tool on it and writes
-# stdout and stderr together to NAME.out here. Timings in the outputs
+# stdout and stderr together to NAME.log here. Timings in the outputs
 # change from run to run; the NAME.must files avoid them.
 #
 # Needs: go, python3 with pytest (Debian: python3-pytest), node >= 20,
@@ -29,8 +29,8 @@ run() { # name, command...
 	name=$1
 	shift
 	echo "== $name: $*" >&2
-	"$@" >"$here/$name.out" 2>&1
-	echo "   exit $?, $(wc -l <"$here/$name.out") lines" >&2
+	"$@" >"$here/$name.log" 2>&1
+	echo "   exit $?, $(wc -l <"$here/$name.log") lines" >&2
 }
 
 want() { [ $# -eq 0 ] || [ "$only" = "" ] || [ "$only" = "$1" ]; }

@@ -1,6 +1,9 @@
 package trim
 
-import "bytes"
+import (
+	"bytes"
+	"sync"
+)
 
 // kind is the shape of a block: what starts it, which lines after (and
 // sometimes before) it belong to it, and which of them matter most.
@@ -66,7 +69,7 @@ func classify(text []byte) (kind, int) {
 	case bytes.HasPrefix(t, []byte("FAIL")) || bytes.HasPrefix(t, []byte("ERROR:")) || bytes.HasPrefix(t, []byte("FAILED")) ||
 		bytes.HasPrefix(t, []byte("make: ***")) || bytes.HasPrefix(t, []byte("npm ERR!")) || bytes.HasPrefix(t, []byte("error:")):
 		return kindLine, scoreShape
-	case isGoTestLog(text):
+	case isGoTestLog(text) && !defaultMatcher().line(text[bytes.Index(text, []byte("_test.go:"))+len("_test.go:"):]):
 		// t.Log and t.Error look alike; a message that compares is
 		// likely the failure.
 		for _, w := range []string{"want", "got", "expected", "mismatch", "should"} {
@@ -79,19 +82,15 @@ func classify(text []byte) (kind, int) {
 	return kindLine, scoreKeyword
 }
 
-// isGoTestLog matches a go test log line, "    x_test.go:12: message",
-// with no other keyword in it.
+// defaultMatcher is the matcher of DefaultKeywords.
+var defaultMatcher = sync.OnceValue(func() *matcher { return matcherFor(DefaultKeywords()) })
+
+// isGoTestLog matches a go test log line, "    x_test.go:12: message".
 func isGoTestLog(text []byte) bool {
 	t := bytes.TrimLeft(text, " \t")
 	i := bytes.Index(t, []byte("_test.go:"))
 	if i < 0 || bytes.IndexByte(t[:i], ' ') >= 0 {
 		return false
-	}
-	rest := t[i:]
-	for _, w := range DefaultKeywords() {
-		if w != "_test.go:" && bytes.Contains(bytes.ToLower(rest), []byte(w)) {
-			return false
-		}
 	}
 	return true
 }
@@ -105,25 +104,31 @@ func isCompilerError(text []byte) bool {
 	if i <= 0 || bytes.IndexByte(text[:i], ' ') >= 0 {
 		return false
 	}
-	loc := text[:i]
 	// path:line or path:line:col
-	digits := func(b []byte) bool {
-		if len(b) == 0 {
-			return false
-		}
-		for _, c := range b {
-			if c < '0' || c > '9' {
-				return false
-			}
-		}
-		return true
-	}
-	parts := bytes.Split(loc, []byte(":"))
-	if len(parts) < 2 || !digits(parts[1]) || (len(parts) > 2 && !digits(parts[2])) {
+	loc := text[:i]
+	j := bytes.IndexByte(loc, ':')
+	if j <= 0 {
 		return false
 	}
-	rest := bytes.ToLower(text[i+2 : min(len(text), i+2+20)])
-	return bytes.HasPrefix(rest, []byte("error")) || bytes.HasPrefix(rest, []byte("fatal error"))
+	nums := loc[j+1:]
+	for k := 0; k < 2 && len(nums) > 0; k++ {
+		n := 0
+		for n < len(nums) && isDigit(nums[n]) {
+			n++
+		}
+		if n == 0 || n < len(nums) && (k == 1 || nums[n] != ':') {
+			return false
+		}
+		nums = nums[min(n+1, len(nums)):]
+	}
+	rest := text[i+2:]
+	return hasPrefixFold(rest, "error") || hasPrefixFold(rest, "fatal error")
+}
+
+// hasPrefixFold reports whether b starts with the lower-case prefix,
+// ignoring ASCII case.
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && equalFold(b, []byte(prefix))
 }
 
 // indent counts the leading spaces and tabs of a line (a tab counts 4).
@@ -241,7 +246,7 @@ func DefaultKeywords() []string {
 	return []string{
 		"error", "fatal", "panic", "exception", "traceback", "fail", "not ok", "assert",
 		"undefined reference", "segmentation fault", "killed", "permission denied",
-		"no such file", "exit status", "caused by", "err!", "make: ***", "data race",
+		"no such file", "exit status", "caused by", "err!", "make: ***",
 		"_test.go:", "✖", "✕",
 	}
 }

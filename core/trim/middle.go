@@ -22,9 +22,17 @@ type middle struct {
 	recentAt int // next slot
 	recentK  int // slots in use
 
-	cands []*block
-	byKey map[uint64]*block
-	seq   int // blocks opened, for ties
+	// plain is the run of plain lines just before the line being taken,
+	// when it came in bulk; plainNext is the number of that line. Context
+	// is taken from it only if a block starts there.
+	plain     []byte
+	plainNext int
+
+	cands   []*block
+	byKey   map[uint64]*block
+	seq     int    // blocks opened, for ties
+	scratch []byte // for key
+	spare   *block // a block counted with one alike, for reuse
 }
 
 const (
@@ -105,9 +113,13 @@ func (m *middle) span(span []byte, no int) {
 			if end > off {
 				plain := span[off:end]
 				n := bytes.Count(plain, []byte{'\n'})
-				m.rememberTail(plain, no+n)
 				no += n
 				off = end
+				if p < 0 {
+					m.rememberTail(plain, no)
+					return
+				}
+				m.plain, m.plainNext = plain, no
 			}
 			if p < 0 {
 				return
@@ -121,6 +133,7 @@ func (m *middle) span(span []byte, no int) {
 			match = m.t.test(text)
 		}
 		m.line(&l, match)
+		m.plain = nil
 		off += i + 1
 		no++
 	}
@@ -158,10 +171,20 @@ func (m *middle) rememberTail(plain []byte, next int) {
 // start opens a block at its trigger line l.
 func (m *middle) start(l *line) {
 	k, score := classify(l.text)
-	b := &block{kind: k, score: score, indent: max(indent(l.text), 0), seq: m.seq}
+	b := m.spare
+	m.spare = nil
+	if b == nil {
+		b = &block{}
+	}
+	lines := b.lines[:0]
+	*b = block{kind: k, score: score, indent: max(indent(l.text), 0), seq: m.seq, lines: lines}
 	m.seq++
 	// Context before the trigger: the recent plain lines just above it.
-	if lim := preLimit[k]; lim > 0 && int(k) < len(preLimit) {
+	if m.plain != nil && m.plainNext == l.no {
+		m.rememberTail(m.plain, l.no)
+		m.plain = nil
+	}
+	if lim := preLimit[k]; lim > 0 {
 		var pre []line
 		for j := 1; j <= m.recentK && len(pre) < lim; j++ {
 			r := &m.recent[(m.recentAt-j+recentN)%recentN]
@@ -171,9 +194,8 @@ func (m *middle) start(l *line) {
 			pre = append(pre, *r)
 		}
 		for j := len(pre) - 1; j >= 0; j-- {
-			p := pre[j]
-			p.text = bytes.Clone(p.text)
-			b.lines = append(b.lines, bline{line: p, imp: 1})
+			b.push(&pre[j])
+			b.lines[len(b.lines)-1].imp = 1
 		}
 	}
 	m.recentK = 0
@@ -196,17 +218,29 @@ func (m *middle) add(b *block, l *line) {
 			return
 		}
 	}
-	c := bline{line: *l}
-	c.text = bytes.Clone(l.text)
 	if len(b.lines) < blockLimit[b.kind] {
-		b.lines = append(b.lines, c)
+		b.push(l)
 		return
 	}
 	b.dropped++
 	if b.kind == kindPyTrace {
+		// Rotate the oldest frame's buffer to the end for the new line.
+		old := b.lines[b.trig+1]
 		copy(b.lines[b.trig+1:], b.lines[b.trig+2:])
-		b.lines[len(b.lines)-1] = c
+		old.line = line{text: append(old.text[:0], l.text...), no: l.no, size: l.size, nl: l.nl}
+		old.imp, old.sel = 0, false
+		b.lines[len(b.lines)-1] = old
 	}
+}
+
+// push appends a copy of l, reusing the buffer of a line the block held
+// before it was reused.
+func (b *block) push(l *line) {
+	var buf []byte
+	if n := len(b.lines); n < cap(b.lines) {
+		buf = b.lines[:n+1][n].text[:0]
+	}
+	b.lines = append(b.lines, bline{line: line{text: append(buf, l.text...), no: l.no, size: l.size, nl: l.nl}})
 }
 
 // close ends the open block and makes it a candidate, or counts it with
@@ -219,7 +253,8 @@ func (m *middle) close() {
 	m.open = nil
 	m.recentK = 0
 	rank(b)
-	key := b.key()
+	var key uint64
+	key, m.scratch = b.key(m.scratch)
 	if m.byKey == nil {
 		m.byKey = map[uint64]*block{}
 	}
@@ -232,6 +267,7 @@ func (m *middle) close() {
 		first.similar++
 		first.simLast = b.lastNo
 		first.lastNo = b.lastNo
+		m.spare = b
 		return
 	}
 	m.byKey[key] = b
@@ -244,37 +280,40 @@ func (m *middle) close() {
 				worst = i
 			}
 		}
-		delete(m.byKey, m.cands[worst].key())
+		var k uint64
+		k, m.scratch = m.cands[worst].key(m.scratch)
+		delete(m.byKey, k)
 		m.cands = append(m.cands[:worst], m.cands[worst+1:]...)
 	}
 }
 
 // key identifies blocks that are alike: the same kind, trigger and last
 // line once digits are ignored.
-func (b *block) key() uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed)
-	h.WriteByte(byte(b.kind))
-	writeShape(&h, b.lines[b.trig].text)
-	h.WriteByte('\n')
-	writeShape(&h, b.lines[len(b.lines)-1].text)
-	return h.Sum64()
+func (b *block) key(scratch []byte) (uint64, []byte) {
+	scratch = append(scratch[:0], byte(b.kind))
+	scratch = appendShape(scratch, b.lines[b.trig].text)
+	scratch = append(scratch, '\n')
+	scratch = appendShape(scratch, b.lines[len(b.lines)-1].text)
+	return maphash.Bytes(seed, scratch), scratch
 }
 
-// writeShape writes text with every run of digits as one '#'.
-func writeShape(h *maphash.Hash, text []byte) {
-	digits := false
-	for _, c := range text {
-		if c >= '0' && c <= '9' {
-			if !digits {
-				h.WriteByte('#')
-			}
-			digits = true
-			continue
+// appendShape appends text with every run of digits as one '#'.
+func appendShape(dst, text []byte) []byte {
+	for len(text) > 0 {
+		i := 0
+		for i < len(text) && !isDigit(text[i]) {
+			i++
 		}
-		digits = false
-		h.WriteByte(c)
+		dst = append(dst, text[:i]...)
+		text = text[i:]
+		if len(text) > 0 {
+			dst = append(dst, '#')
+			for len(text) > 0 && isDigit(text[0]) {
+				text = text[1:]
+			}
+		}
 	}
+	return dst
 }
 
 // shapeEqual reports whether two lines differ at most in their numbers.

@@ -94,7 +94,7 @@ type Trimmer struct {
 	maxChars, head, tail, maxKeep, lineCap int
 	headBudget, tailBudget                 int
 
-	m        matcher
+	m        *matcher
 	matching bool
 
 	spill    io.Writer
@@ -178,7 +178,7 @@ func New(cfg Config, spill io.Writer) *Trimmer {
 		tail:     clamp(cfg.Tail),
 		maxKeep:  clamp(cfg.MaxKeep),
 		lineCap:  cfg.LineCap,
-		m:        newMatcher(cfg.Keywords),
+		m:        matcherFor(cfg.Keywords),
 		spill:    spill,
 		batch:    batchSize,
 		headOpen: true,

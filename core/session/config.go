@@ -30,6 +30,7 @@ func ConfigFrom(c config.Config, dir string) Config {
 			Rows:        c.Terminal.Rows,
 		},
 		Trim: trim.Config{
+			MaxChars: c.Trim.MaxChars,
 			Head:     c.Trim.Head,
 			Tail:     c.Trim.Tail,
 			MaxKeep:  c.Trim.MaxKeep,

@@ -1,6 +1,7 @@
 package trim
 
 import (
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"strconv"
@@ -157,4 +158,14 @@ func BenchmarkStream1GiB(b *testing.B) {
 		tr.Result(testID)
 		b.SetBytes(n)
 	}
+}
+
+// BenchmarkTrimmerFailureDense is all failures: tracebacks and go test
+// failures back to back, so every line goes through the block machinery.
+func BenchmarkTrimmerFailureDense(b *testing.B) {
+	var data []byte
+	for i := 0; len(data) < 4<<20; i++ {
+		data = fmt.Appendf(data, "Traceback (most recent call last):\n  File \"x%d.py\", line %d\nValueError: bad %d\n--- FAIL: Test%d (0.00s)\n    x_test.go:%d: got %d\nok %d\n", i%977, i, i, i%313, i, i, i)
+	}
+	benchBoth(b, data, 32<<10)
 }

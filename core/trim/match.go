@@ -281,14 +281,6 @@ func (m *matcher) line(text []byte) bool {
 }
 
 // any reports whether b contains a keyword, b being any part of a line.
-// It serves lines too long to keep whole, which are tested piece by piece.
-func (m *matcher) any(b []byte) bool {
-	for _, kw := range m.kws {
-		for i := 0; i+len(kw) <= len(b); i++ {
-			if fold[b[i]] == kw[0] && equalFold(b[i:], kw) {
-				return true
-			}
-		}
-	}
-	return false
-}
+// It serves lines too long to keep whole, which are tested piece by piece:
+// line's scan finds a keyword anywhere in its text.
+func (m *matcher) any(b []byte) bool { return m.line(b) }

@@ -33,12 +33,18 @@ type middle struct {
 	seq     int    // blocks opened, for ties
 	scratch []byte // for key
 	spare   *block // a block counted with one alike, for reuse
+
+	candBytes int // text held by cands
 }
 
 const (
 	recentN    = 8
 	maxCands   = 256
 	maxConsume = 400 // lines one block may take before it is closed
+
+	// maxCandBytes bounds the text the candidates hold, whatever the
+	// length of their lines.
+	maxCandBytes = 1 << 20
 )
 
 // block is one failure with its context.
@@ -53,6 +59,7 @@ type block struct {
 	trig     int // index of the trigger in lines
 	dropped  int // lines of the block not kept
 	consumed int
+	bytes    int // text held, once closed
 
 	similar     int // later blocks alike, not kept
 	simFirst    int // line of the first of them
@@ -272,7 +279,11 @@ func (m *middle) close() {
 	}
 	m.byKey[key] = b
 	m.cands = append(m.cands, b)
-	if len(m.cands) > maxCands {
+	for i := range b.lines {
+		b.bytes += len(b.lines[i].text)
+	}
+	m.candBytes += b.bytes
+	for len(m.cands) > maxCands || m.candBytes > maxCandBytes && len(m.cands) > 1 {
 		// Drop the latest of the lowest score.
 		worst := 0
 		for i, c := range m.cands {
@@ -280,9 +291,11 @@ func (m *middle) close() {
 				worst = i
 			}
 		}
+		w := m.cands[worst]
 		var k uint64
-		k, m.scratch = m.cands[worst].key(m.scratch)
+		k, m.scratch = w.key(m.scratch)
 		delete(m.byKey, k)
+		m.candBytes -= w.bytes
 		m.cands = append(m.cands[:worst], m.cands[worst+1:]...)
 	}
 }

@@ -586,6 +586,20 @@ func TestConstantMemory(t *testing.T) {
 			}
 			return func() []byte { return block }
 		}},
+		{"long distinct failures", func() func() []byte {
+			// Blocks of the most lines kept, each line about LineCap long
+			// and none alike: the candidates' bound in bytes holds.
+			var block []byte
+			pad := strings.Repeat("v", 1500)
+			for i := 0; len(block) < 1<<20; i++ {
+				block = fmt.Appendf(block, "Traceback (most recent call last): %d %s\n", i, pad)
+				for j := range 45 {
+					block = fmt.Appendf(block, "  File \"m%d_%d.py\", line %d %s\n", i, j, j, pad)
+				}
+				block = fmt.Appendf(block, "Err%dor: e%d %s\n", i, i, pad)
+			}
+			return func() []byte { return block }
+		}},
 		{"one line without newline", func() func() []byte {
 			chunk := bytes.Repeat([]byte("x日"), 16<<10)
 			return func() []byte { return chunk }

@@ -228,12 +228,18 @@ func (m *matcher) next(span []byte, from int) int {
 	}
 	tab := &m.tab
 	i := from
-	for ; i+16 <= len(span); i += 16 {
-		w, v := binary.LittleEndian.Uint64(span[i:]), binary.LittleEndian.Uint64(span[i+8:])
+	for ; i+32 <= len(span); i += 32 {
+		b := span[i : i+32 : i+32]
+		w, v := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		x, y := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
 		if tab[uint16(w)>>6]&(1<<(w&63))|tab[uint16(w>>16)>>6]&(1<<(w>>16&63))|
 			tab[uint16(w>>32)>>6]&(1<<(w>>32&63))|tab[uint16(w>>48)>>6]&(1<<(w>>48&63))|
 			tab[uint16(v)>>6]&(1<<(v&63))|tab[uint16(v>>16)>>6]&(1<<(v>>16&63))|
-			tab[uint16(v>>32)>>6]&(1<<(v>>32&63))|tab[uint16(v>>48)>>6]&(1<<(v>>48&63)) == 0 {
+			tab[uint16(v>>32)>>6]&(1<<(v>>32&63))|tab[uint16(v>>48)>>6]&(1<<(v>>48&63))|
+			tab[uint16(x)>>6]&(1<<(x&63))|tab[uint16(x>>16)>>6]&(1<<(x>>16&63))|
+			tab[uint16(x>>32)>>6]&(1<<(x>>32&63))|tab[uint16(x>>48)>>6]&(1<<(x>>48&63))|
+			tab[uint16(y)>>6]&(1<<(y&63))|tab[uint16(y>>16)>>6]&(1<<(y>>16&63))|
+			tab[uint16(y>>32)>>6]&(1<<(y>>32&63))|tab[uint16(y>>48)>>6]&(1<<(y>>48&63)) == 0 {
 			continue
 		}
 		break

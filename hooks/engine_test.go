@@ -503,12 +503,13 @@ end)`})
 		t.Errorf("veto:\n%s", got)
 	}
 	out.Reset()
-	output := "first\nmiddle BAD AKIAABCDEFGHIJKLMNOP\nother\nlast\n"
+	// Longer than the trimmer's budget, so that head and tail apply.
+	output := "first\nmiddle BAD AKIAABCDEFGHIJKLMNOP\n" + strings.Repeat("other line of the build log\n", 400) + "last\n"
 	if err := Test(context.Background(), filepath.Join(dir, "p.lua"), "make", strings.NewReader(output), &out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"rewrite\n", "reason: parallel\n", "command: make -j2\n", "trim: head=1 tail=1", "redact: aws", "[REDACTED aws]", "first\n"} {
+	for _, want := range []string{"rewrite\n", "reason: parallel\n", "command: make -j2\n", "head=1 tail=1", "redact: aws", "[REDACTED aws]", "first\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}

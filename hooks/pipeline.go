@@ -75,8 +75,18 @@ func (p *Pipeline) AfterObservation(ctx context.Context, s *session.Session, act
 		o.Observation = out
 		return nil
 	}
-	if st.Trim != nil {
-		if err := p.retrim(ctx, &out, o.Trim, *st.Trim); err != nil && p.Logger != nil {
+	// A budget asked for is the trimmer's, so the failure lines are what
+	// stays; the cut below is left for budgets under trim.MinMaxChars.
+	over := st.MaxChars > 0 && utf8.RuneCountInString(out.Output) > st.MaxChars
+	if st.Trim != nil || over {
+		cfg := trim.DefaultConfig()
+		if st.Trim != nil {
+			cfg = *st.Trim
+		}
+		if st.MaxChars > 0 {
+			cfg.MaxChars = min(cfg.MaxChars, st.MaxChars)
+		}
+		if err := p.retrim(ctx, &out, o.Trim, cfg); err != nil && p.Logger != nil {
 			p.Logger.Warn("observation hook trim not applied", "session", s.ID(), "err", err)
 		}
 	}

@@ -71,12 +71,13 @@ func TestDir(ctx context.Context, dir Dir, command string, output io.Reader, w i
 		cfg := trim.DefaultConfig()
 		if set.Trim != nil {
 			cfg = *set.Trim
-			fmt.Fprintf(&b, "trim: head=%d tail=%d max_keep=%d line_cap=%d keep=%q\n", cfg.Head, cfg.Tail, cfg.MaxKeep, cfg.LineCap, cfg.Keywords)
+			fmt.Fprintf(&b, "trim: max_chars=%d head=%d tail=%d max_keep=%d line_cap=%d keep=%q\n", cfg.MaxChars, cfg.Head, cfg.Tail, cfg.MaxKeep, cfg.LineCap, cfg.Keywords)
 		} else {
 			fmt.Fprintln(&b, "trim: (no hook asked; the defaults are shown)")
 		}
 		if set.MaxChars > 0 {
 			fmt.Fprintf(&b, "max_chars: %d\n", set.MaxChars)
+			cfg.MaxChars = min(cfg.MaxChars, set.MaxChars)
 		}
 		for _, r := range set.Redactions {
 			fmt.Fprintf(&b, "redact: %s %s (%s)\n", r.Label, r.Pattern, r.Hook)

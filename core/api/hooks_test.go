@@ -228,12 +228,12 @@ func TestCappedOutputKeepsTheEnd(t *testing.T) {
 	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "cap"}); err != nil {
 		t.Fatal(err)
 	}
-	small := run(t, td.cl, "cap", "seq 1 1000")
-	if !strings.HasPrefix(small.Output, "1\n2\n") || strings.Contains(small.Output, "\n3\n") || !strings.HasSuffix(small.Output, "999\n1000\n") {
+	small := run(t, td.cl, "cap", "seq 1 5000") // more than trim.max_chars, so the hook's trim applies
+	if !strings.HasPrefix(small.Output, "1\n2\n") || strings.Contains(small.Output, "\n3\n") || !strings.HasSuffix(small.Output, "4999\n5000\n") {
 		t.Fatalf("the hook's trim was not applied to a whole stored output: %q", small.Output)
 	}
 	big := run(t, td.cl, "cap", "seq 1 400000") // 2.6 MB
-	if !strings.HasSuffix(big.Output, "399999\n400000\n") || !strings.Contains(big.Note, "Only the first 1048576 bytes") {
+	if !strings.HasSuffix(big.Output, "\n400000\n") || !strings.Contains(big.Note, "Only the first 1048576 bytes") || !strings.Contains(big.Note, "store.max_output_mb: 1 MiB per command") {
 		t.Fatalf("capped output: note %q, output ends %q", big.Note, big.Output[max(0, len(big.Output)-40):])
 	}
 }

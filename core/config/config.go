@@ -160,12 +160,14 @@ type Terminal struct {
 // Trim is the [trim] table: what an agent is shown of a command's output.
 // The full output is always kept.
 type Trim struct {
-	Head    int `toml:"head"`     // first lines shown
-	Tail    int `toml:"tail"`     // last lines shown
-	MaxKeep int `toml:"max_keep"` // at most this many lines of the omitted middle that contain a keyword
+	MaxChars int `toml:"max_chars"` // characters of one observation, the placeholder included
+	Head     int `toml:"head"`      // first lines shown, at most (within 30% of max_chars)
+	Tail     int `toml:"tail"`      // last lines shown, at most (within 30% of max_chars)
+	MaxKeep  int `toml:"max_keep"`  // lines shown from the omitted middle, at most
 
-	// Keywords are case-sensitive substrings that make a line of the
-	// omitted middle worth showing.
+	// Keywords are substrings, ASCII case ignored, that make a line of the
+	// omitted middle a candidate for the budget (with the lines of its
+	// block: a traceback's frames, a test failure's explanation).
 	Keywords []string `toml:"keywords"`
 
 	LineCap int `toml:"line_cap"` // bytes shown of one line; the rest is cut with a marker
@@ -209,6 +211,8 @@ const (
 	MaxLines   = 10000   // largest Head, Tail or MaxKeep
 	MinLineCap = 80      // smallest LineCap: a cut line should still say something
 	MaxLineCap = 1 << 20 // largest LineCap
+	MinChars   = 500     // smallest MaxChars: room for the placeholder
+	MaxChars   = 1 << 22 // largest MaxChars
 
 	// MaxSocketPath is the longest daemon.socket: sun_path holds 108
 	// bytes with the terminating NUL.
@@ -241,11 +245,17 @@ func Default() Config {
 			AskTimeout: Duration{5 * time.Minute},
 		},
 		Trim: Trim{
+			MaxChars: 8000,
 			Head:     40,
 			Tail:     40,
-			MaxKeep:  20,
-			Keywords: []string{"Error", "Traceback", "Exception", "panic:", "FAIL", "fatal"},
-			LineCap:  2000,
+			MaxKeep:  200,
+			Keywords: []string{
+				"error", "fatal", "panic", "exception", "traceback", "fail", "not ok", "assert",
+				"undefined reference", "segmentation fault", "killed", "permission denied",
+				"no such file", "exit status", "caused by", "err!", "make: ***",
+				"_test.go:", "✖", "✕",
+			},
+			LineCap: 2000,
 		},
 		Store: Store{
 			Path:               "",

@@ -49,8 +49,8 @@ func TestDefaultFileHasEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := settings(reflect.TypeFor[Config](), nil)
-	if len(keys) != 51 {
-		t.Errorf("Config has %d settings, this test expects 51: check the list below still means something", len(keys))
+	if len(keys) != 52 {
+		t.Errorf("Config has %d settings, this test expects 52: check the list below still means something", len(keys))
 	}
 	lines := strings.Split(string(data), "\n")
 	at := keyLines(string(data))
@@ -80,7 +80,7 @@ func TestDefaultIsFresh(t *testing.T) {
 	a := Default()
 	a.Terminal.Env["X"] = "1"
 	a.Trim.Keywords[0] = "changed"
-	if b := Default(); len(b.Terminal.Env) != 0 || b.Trim.Keywords[0] != "Error" {
+	if b := Default(); len(b.Terminal.Env) != 0 || b.Trim.Keywords[0] != "error" {
 		t.Fatalf("Default shares state between calls: %+v", b)
 	}
 }
@@ -134,7 +134,7 @@ max_session_output_mb = 64
 			Rows:        24,
 			Env:         map[string]string{"GOFLAGS": "-mod=mod", "odd name": "x"},
 		},
-		Trim:    Trim{Head: 0, Tail: 5, MaxKeep: 0, Keywords: []string{}, LineCap: 80},
+		Trim:    Trim{MaxChars: 8000, Head: 0, Tail: 5, MaxKeep: 0, Keywords: []string{}, LineCap: 80},
 		Store:   Store{Path: "/tmp/h.db", Durability: DurabilityBatch, MaxOutputMB: 0, MaxSessionOutputMB: 64},
 		Daemon:  Default().Daemon,
 		Sandbox: Default().Sandbox,

@@ -96,6 +96,7 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 		}
 	}
 	bounded("trim.line_cap", r.LineCap, MinLineCap, MaxLineCap)
+	bounded("trim.max_chars", r.MaxChars, MinChars, MaxChars)
 
 	s := &c.Store
 	if strings.IndexByte(s.Path, 0) >= 0 {

@@ -32,6 +32,7 @@ func ConfigFrom(c config.Config, dir string) Config {
 		MaxOutput:        int64(c.Store.MaxOutputMB) << 20,
 		MaxSessionOutput: int64(c.Store.MaxSessionOutputMB) << 20,
 		Trim: trim.Config{
+			MaxChars: c.Trim.MaxChars,
 			Head:     c.Trim.Head,
 			Tail:     c.Trim.Tail,
 			MaxKeep:  c.Trim.MaxKeep,

@@ -183,11 +183,11 @@ func (s *Session) Command(ctx context.Context, c event.CmdRun) (event.CmdOutput,
 func (s *Session) CommandFor(ctx context.Context, cause uint64, c event.CmdRun) (event.CmdOutput, trim.Result, error) {
 	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs, limit: -1}
 	if s.maxOut > 0 {
-		spill.limit, spill.why = s.maxOut, fmt.Sprintf("store.max_output_mb = %d", s.maxOut>>20)
+		spill.limit, spill.why = s.maxOut, "store.max_output_mb: "+sizeText(s.maxOut)+" per command"
 	}
 	if s.maxTotal > 0 {
 		if left := max(0, s.maxTotal-s.kept.Load()); spill.limit < 0 || left < spill.limit {
-			spill.limit, spill.why = left, fmt.Sprintf("store.max_session_output_mb = %d, for all of this session's outputs", s.maxTotal>>20)
+			spill.limit, spill.why = left, "store.max_session_output_mb: "+sizeText(s.maxTotal)+" for all of this session's outputs"
 		}
 	}
 	tr := trim.New(s.trim, spill)
@@ -266,6 +266,17 @@ func (s *Session) Close(ctx context.Context, reason string) error {
 		err = rerr
 	}
 	return err
+}
+
+// sizeText is n bytes in MiB, or KiB or bytes where it is less.
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func joinNote(a, b string) string {

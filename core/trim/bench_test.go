@@ -1,13 +1,15 @@
 package trim
 
 import (
+	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/core/trim/internal/legacy"
 )
 
 // cpuTime returns the process's user+system CPU time. The benchmarks report
@@ -57,44 +59,55 @@ func writeChunks(w io.Writer, data []byte, chunk int) {
 	}
 }
 
-// BenchmarkTrimmer measures the trimmer alone on plain 10-80 byte lines, in
-// 32 KiB writes, spill discarded.
-func BenchmarkTrimmer(b *testing.B) {
-	data := plainLines(8 << 20)
-	for _, chunk := range []int{4 << 10, 32 << 10} {
-		b.Run(strconv.Itoa(chunk>>10)+"KiB", func(b *testing.B) {
+// trimmers are the two trimmers measured side by side: this package's and
+// the one it replaced (internal/legacy), each with its default config.
+var trimmers = []struct {
+	name string
+	run  func(data []byte, chunk int)
+}{
+	{"new", func(data []byte, chunk int) {
+		tr := New(DefaultConfig(), io.Discard)
+		writeChunks(tr, data, chunk)
+		tr.Result(testID)
+	}},
+	{"old", func(data []byte, chunk int) {
+		tr := legacy.New(legacy.DefaultConfig(), io.Discard)
+		writeChunks(tr, data, chunk)
+		tr.Result(testID)
+	}},
+}
+
+func benchBoth(b *testing.B, data []byte, chunk int) {
+	for _, tm := range trimmers {
+		b.Run(tm.name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			start := cpuTime()
 			for b.Loop() {
-				tr := New(DefaultConfig(), io.Discard)
-				writeChunks(tr, data, chunk)
-				tr.Result(testID)
+				tm.run(data, chunk)
 			}
 			reportCPU(b, start, int64(len(data)))
 		})
 	}
 }
 
+// BenchmarkTrimmer measures the trimmer alone on 8 MiB of plain 10-80 byte
+// lines, in 4 KiB and 32 KiB writes, spill discarded.
+func BenchmarkTrimmer(b *testing.B) {
+	data := plainLines(8 << 20)
+	for _, chunk := range []int{4 << 10, 32 << 10} {
+		b.Run(strconv.Itoa(chunk>>10)+"KiB", func(b *testing.B) { benchBoth(b, data, chunk) })
+	}
+}
+
 // BenchmarkTrimmer100k is the 100,001-line case end to end: trim it and
 // render the Result.
 func BenchmarkTrimmer100k(b *testing.B) {
-	data := output100k()
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	start := cpuTime()
-	for b.Loop() {
-		tr := New(DefaultConfig(), io.Discard)
-		writeChunks(tr, data, 32<<10)
-		if r := tr.Result(testID); r.LinesOmitted != 99920 {
-			b.Fatal(r)
-		}
-	}
-	reportCPU(b, start, int64(len(data)))
+	benchBoth(b, output100k(), 32<<10)
 }
 
 // BenchmarkTrimmerKeywordDense has a keyword on every tenth line, the case
-// where the bulk search stops at many lines.
+// where the search stops at many lines.
 func BenchmarkTrimmerKeywordDense(b *testing.B) {
 	var data []byte
 	for i := range 200000 {
@@ -106,14 +119,29 @@ func BenchmarkTrimmerKeywordDense(b *testing.B) {
 		data = strconv.AppendInt(data, int64(i), 10)
 		data = append(data, '\n')
 	}
-	b.SetBytes(int64(len(data)))
-	start := cpuTime()
-	for b.Loop() {
-		tr := New(DefaultConfig(), io.Discard)
-		writeChunks(tr, data, 32<<10)
-		tr.Result(testID)
+	benchBoth(b, data, 32<<10)
+}
+
+// BenchmarkCorpus trims every corpus output, 4 KiB writes (a PTY's).
+func BenchmarkCorpus(b *testing.B) {
+	var data []byte
+	for _, f := range loadCorpus(b) {
+		data = append(data, f.data...)
 	}
-	reportCPU(b, start, int64(len(data)))
+	for _, tm := range trimmers {
+		b.Run(tm.name, func(b *testing.B) {
+			files := loadCorpus(b)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			start := cpuTime()
+			for b.Loop() {
+				for _, f := range files {
+					tm.run(f.data, 4<<10)
+				}
+			}
+			reportCPU(b, start, int64(len(data)))
+		})
+	}
 }
 
 // BenchmarkStream1GiB streams 1 GiB of lines (a 1 MiB block, repeated) in
@@ -121,18 +149,23 @@ func BenchmarkTrimmerKeywordDense(b *testing.B) {
 func BenchmarkStream1GiB(b *testing.B) {
 	for b.Loop() {
 		block := lineBlock()
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
 		tr := New(DefaultConfig(), io.Discard)
 		var n int64
 		for n < 1<<30 {
 			writeChunks(tr, block, 32<<10)
 			n += int64(len(block))
 		}
-		runtime.ReadMemStats(&after)
 		tr.Result(testID)
 		b.SetBytes(n)
-		b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/(1<<20), "heap-MiB")
 	}
+}
+
+// BenchmarkTrimmerFailureDense is all failures: tracebacks and go test
+// failures back to back, so every line goes through the block machinery.
+func BenchmarkTrimmerFailureDense(b *testing.B) {
+	var data []byte
+	for i := 0; len(data) < 4<<20; i++ {
+		data = fmt.Appendf(data, "Traceback (most recent call last):\n  File \"x%d.py\", line %d\nValueError: bad %d\n--- FAIL: Test%d (0.00s)\n    x_test.go:%d: got %d\nok %d\n", i%977, i, i, i%313, i, i, i)
+	}
+	benchBoth(b, data, 32<<10)
 }

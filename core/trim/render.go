@@ -1,127 +1,315 @@
 package trim
 
 import (
+	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// view is what is left of a stream once it has ended: the lines to show and
-// the counts of the rest. Keeping it apart from the Trimmer lets tests build
-// the same view naively and compare.
-type view struct {
-	head, kept, tail []line
-	total            int   // lines in the output
-	omitted          int   // lines not shown
-	bytesOmit        int64 // their bytes
-	matched          int   // middle lines containing a keyword, kept or not
-	matching         bool  // keyword lines were looked for
-}
-
-// render returns the text a model sees and how many shown lines were cut.
+// render chooses the middle lines that fit the budget besides the head,
+// the tail and the placeholder, and writes the text a model sees:
 //
-// With nothing omitted the lines are shown as they came. Otherwise one
-// placeholder line goes after the head, the kept keyword lines follow it,
-// each prefixed "line N: " so the model can place it, then the tail. The
-// placeholder says how much is missing, which line numbers it spans and
-// where the full output is, so the model can ask for exactly those lines.
-func (v *view) render(outputID string, spillFailed bool) (string, int) {
-	size := 0
-	for _, ls := range [][]line{v.head, v.kept, v.tail} {
-		for i := range ls {
-			size += len(ls[i].text) + 1
+//	head lines
+//	[... placeholder ...]
+//	line N: a kept middle line
+//	…
+//	tail lines
+//
+// In each part, runs of four or more consecutive lines that differ only
+// in their numbers show their first and last line around a marker.
+func (t *Trimmer) render(outputID string) Result {
+	head := t.heads
+	tail := t.tailLines()
+	reserve := 0
+	for range 64 {
+		mid := t.choose(t.maxChars - reserve - t.partLen(head, outputID) - t.partLen(tail, outputID))
+		r := t.compose(head, mid, tail, outputID, false)
+		over := runeCount(r.Text) - t.maxChars
+		if over <= 0 {
+			return r
+		}
+		if len(mid) > 0 {
+			reserve += over
+			continue
+		}
+		// The head and tail alone do not fit with the placeholder: give
+		// up lines, from the tail's start, then the head's end.
+		switch {
+		case len(tail) > 0:
+			tail = tail[1:]
+		case len(head) > 0:
+			head = head[:len(head)-1]
+		default:
+			return t.compose(nil, nil, nil, outputID, true)
 		}
 	}
-	var b strings.Builder
-	b.Grow(size + 512)
-	cut := 0
-	write := func(l *line, prefix bool) {
-		if prefix {
-			b.WriteString("line ")
-			b.WriteString(strconv.Itoa(l.no))
-			b.WriteString(": ")
+	return t.compose(nil, nil, nil, outputID, true)
+}
+
+// partLen is the length of a part as rendered.
+func (t *Trimmer) partLen(ls []line, outputID string) int {
+	var b bytes.Buffer
+	writeRuns(&b, ls, false, outputID, nil)
+	return b.Len()
+}
+
+// choose picks middle lines worth at most budget bytes: the blocks by
+// score (and, among equals, the earliest first), each block's most
+// important lines first across all blocks, then the next, so that every
+// failure is named before any is explained at length.
+func (t *Trimmer) choose(budget int) []line {
+	cands := slices.Clone(t.mid.cands)
+	slices.SortStableFunc(cands, func(a, b *block) int {
+		if a.score != b.score {
+			return b.score - a.score
 		}
-		if writeLine(&b, l, outputID) {
+		return a.lines[a.trig].no - b.lines[b.trig].no
+	})
+	for _, b := range cands {
+		for i := range b.lines {
+			b.lines[i].sel = false
+		}
+	}
+	used, n := 0, 0
+	for lv := uint8(0); lv <= 3; lv++ {
+		for _, b := range cands {
+			if lv > 0 && !b.lines[b.trig].sel {
+				continue
+			}
+			for i := range b.lines {
+				l := &b.lines[i]
+				if l.imp != lv || l.sel || n >= t.maxKeep {
+					continue
+				}
+				c := len("line : ") + len(strconv.Itoa(l.no)) + t.cost(l.size)
+				if i == b.trig && b.similar > 0 {
+					c += len(similarMarker(b))
+				}
+				if used+c > budget {
+					continue
+				}
+				l.sel = true
+				used += c
+				n++
+			}
+		}
+	}
+	var out []line
+	for _, b := range cands {
+		for i := range b.lines {
+			if b.lines[i].sel {
+				out = append(out, b.lines[i].line)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b line) int { return a.no - b.no })
+	return out
+}
+
+// similarMarker is the line after a kept block's trigger that counts the
+// blocks alike that were not kept.
+func similarMarker(b *block) string {
+	if b.simAdjacent && b.lines[b.trig].no+1 == b.simFirst && len(b.lines) == 1 {
+		return "… " + commas(int64(b.similar)) + plural(b.similar, " similar line", " similar lines") +
+			" (" + span(b.simFirst, b.simLast) + ") omitted\n"
+	}
+	return "… " + commas(int64(b.similar)) + plural(b.similar, " more like it", " more like it") +
+		" omitted, lines " + strconv.Itoa(b.simFirst) + " to " + strconv.Itoa(b.simLast) + "\n"
+}
+
+func span(a, b int) string {
+	if a == b {
+		return strconv.Itoa(a)
+	}
+	return strconv.Itoa(a) + "-" + strconv.Itoa(b)
+}
+
+// compose writes the text and counts the result. bare drops the range list
+// from the placeholder, for budgets too small for it.
+func (t *Trimmer) compose(head, mid, tail []line, outputID string, bare bool) Result {
+	var shown []*line
+	var hb, mb, tb bytes.Buffer
+	cut := 0
+	cut += writeRuns(&hb, head, false, outputID, &shown)
+	markers := map[int]string{}
+	for _, b := range t.mid.cands {
+		if b.similar > 0 && b.lines[b.trig].sel {
+			markers[b.lines[b.trig].no] = similarMarker(b)
+		}
+	}
+	cut += writeMiddle(&mb, mid, outputID, markers, &shown)
+	cut += writeRuns(&tb, tail, false, outputID, &shown)
+
+	r := Result{LinesTotal: t.lines, BytesTotal: t.total, OutputID: outputID, LinesCut: cut, KeptKeyword: 0}
+	shownBytes := int64(0)
+	for _, l := range shown {
+		shownBytes += l.bytes()
+	}
+	for _, l := range mid {
+		if slices.ContainsFunc(shown, func(s *line) bool { return s.no == l.no }) {
+			r.KeptKeyword++
+		}
+	}
+	r.LinesOmitted = t.lines - len(shown)
+	r.BytesOmitted = t.total - shownBytes
+	r.Trimmed = r.LinesOmitted > 0
+	var b strings.Builder
+	b.Grow(hb.Len() + mb.Len() + tb.Len() + 512)
+	b.Write(hb.Bytes())
+	if r.Trimmed {
+		b.WriteString(t.placeholder(&r, shown, mid, bare))
+		b.WriteByte('\n')
+	}
+	b.Write(mb.Bytes())
+	b.Write(tb.Bytes())
+	r.Text = b.String()
+	return r
+}
+
+// writeMiddle writes the kept middle lines as "line N: text", with the
+// similar-blocks markers after their triggers.
+func writeMiddle(b *bytes.Buffer, mid []line, outputID string, markers map[int]string, shown *[]*line) int {
+	cut := 0
+	for i := 0; i < len(mid); {
+		// A run of consecutive, alike lines.
+		j := i + 1
+		for j < len(mid) && mid[j].no == mid[j-1].no+1 && shapeEqual(mid[j].text, mid[i].text) && !mid[j].cut() {
+			j++
+		}
+		if j-i >= 4 {
+			cut += writeNumbered(b, &mid[i], outputID, shown)
+			b.WriteString("… " + commas(int64(j-i-2)) + " similar lines (" + span(mid[i+1].no, mid[j-2].no) + ") omitted\n")
+			cut += writeNumbered(b, &mid[j-1], outputID, shown)
+			i = j
+			continue
+		}
+		cut += writeNumbered(b, &mid[i], outputID, shown)
+		if m, ok := markers[mid[i].no]; ok {
+			b.WriteString(m)
+		}
+		i++
+	}
+	return cut
+}
+
+func writeNumbered(b *bytes.Buffer, l *line, outputID string, shown *[]*line) int {
+	b.WriteString("line ")
+	b.WriteString(strconv.Itoa(l.no))
+	b.WriteString(": ")
+	*shown = append(*shown, l)
+	if writeLine(b, l, outputID) {
+		return 1
+	}
+	return 0
+}
+
+// writeRuns writes lines as they came, folding runs of four or more
+// consecutive lines alike into first line, marker, last line. It returns
+// how many lines it cut, and adds the lines it showed to shown.
+func writeRuns(b *bytes.Buffer, ls []line, _ bool, outputID string, shown *[]*line) int {
+	cut := 0
+	show := func(l *line) {
+		if shown != nil {
+			*shown = append(*shown, l)
+		}
+		if writeLine(b, l, outputID) {
 			cut++
 		}
 	}
-	for i := range v.head {
-		write(&v.head[i], false)
+	for i := 0; i < len(ls); {
+		j := i + 1
+		for j < len(ls) && ls[j].nl && !ls[j].cut() && shapeEqual(ls[j].text, ls[i].text) {
+			j++
+		}
+		if j-i >= 4 {
+			show(&ls[i])
+			b.WriteString("… " + commas(int64(j-i-2)) + " similar lines (" + span(ls[i+1].no, ls[j-2].no) + ") omitted\n")
+			show(&ls[j-1])
+			i = j
+			continue
+		}
+		show(&ls[i])
+		i++
 	}
-	trimmed := v.omitted > 0
-	if trimmed {
-		b.WriteString(v.placeholder(outputID, spillFailed))
-		b.WriteByte('\n')
-	}
-	for i := range v.kept {
-		write(&v.kept[i], trimmed)
-	}
-	for i := range v.tail {
-		write(&v.tail[i], false)
-	}
-	return b.String(), cut
+	return cut
 }
 
 // placeholder returns the one line that stands for the omitted lines, e.g.
 //
-//	[... 99,920 of 100,001 lines (1,487,823 bytes) omitted: lines 41-99961 except 1 keyword line, kept below as "line N: text"; the last 40 lines follow it. Full output: output 0123456789abcdef0123456789abcdef ...]
+//	[... 99,914 of 100,001 lines (1,487,732 bytes) omitted: lines 41-50000, 50003-99961; 2 middle lines follow as "line N: text". Read them: harnessd output 7f3a… --lines 41-99961 ...]
 //
-// Counts carry thousands separators for reading; line numbers do not, so they
-// can be passed back as they are.
-func (v *view) placeholder(outputID string, spillFailed bool) string {
-	first := len(v.head) + 1
-	last := v.total - len(v.tail)
+// Counts carry thousands separators for reading; line numbers do not, so
+// they can be passed back as they are.
+func (t *Trimmer) placeholder(r *Result, shown []*line, mid []line, bare bool) string {
+	// The omitted ranges: the gaps between shown lines.
+	nos := make([]int, 0, len(shown))
+	for _, l := range shown {
+		nos = append(nos, l.no)
+	}
+	slices.Sort(nos)
+	var ranges [][2]int
+	next := 1
+	for _, n := range nos {
+		if n > next {
+			ranges = append(ranges, [2]int{next, n - 1})
+		}
+		next = n + 1
+	}
+	if next <= t.lines {
+		ranges = append(ranges, [2]int{next, t.lines})
+	}
 	var b strings.Builder
 	b.WriteString("[... ")
-	b.WriteString(commas(int64(v.omitted)))
+	b.WriteString(commas(int64(r.LinesOmitted)))
 	b.WriteString(" of ")
-	b.WriteString(commas(int64(v.total)))
-	b.WriteString(plural(v.total, " line", " lines"))
+	b.WriteString(commas(int64(r.LinesTotal)))
+	b.WriteString(plural(r.LinesTotal, " line", " lines"))
 	b.WriteString(" (")
-	b.WriteString(commas(v.bytesOmit))
-	b.WriteString(plural(int(v.bytesOmit), " byte", " bytes"))
-	b.WriteString(") omitted: ")
-	if first == last {
-		b.WriteString("line " + strconv.Itoa(first))
-	} else {
-		b.WriteString("lines " + strconv.Itoa(first) + "-" + strconv.Itoa(last))
-	}
-	switch k := len(v.kept); {
-	case k > 0:
-		b.WriteString(" except ")
-		b.WriteString(commas(int64(k)))
-		b.WriteString(plural(k, " keyword line", " keyword lines"))
-		if v.matched > k {
-			b.WriteString(" (the first " + commas(int64(k)) + " of " + commas(int64(v.matched)) + " matching)")
+	b.WriteString(commas(r.BytesOmitted))
+	b.WriteString(plural(int(r.BytesOmitted), " byte", " bytes"))
+	b.WriteString(") omitted")
+	if !bare {
+		b.WriteString(": ")
+		b.WriteString(plural(r.LinesOmitted, "line ", "lines "))
+		const show = 6
+		for i, rg := range ranges[:min(len(ranges), show)] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(span(rg[0], rg[1]))
 		}
-		b.WriteString(`, kept below as "line N: text"`)
-		if n := len(v.tail); n > 0 {
-			b.WriteString("; the last ")
-			b.WriteString(commas(int64(n)))
-			b.WriteString(plural(n, " line follows", " lines follow"))
-			b.WriteString(plural(k, " it", " them"))
+		if len(ranges) > show {
+			b.WriteString(" and " + commas(int64(len(ranges)-show)) + " more ranges")
 		}
-	case v.matching:
-		b.WriteString(", none matching a keyword")
+		if k := r.KeptKeyword; k > 0 {
+			b.WriteString("; " + commas(int64(k)) + plural(k, " middle line follows", " middle lines follow") + ` as "line N: text"`)
+		}
 	}
 	b.WriteString(". ")
 	switch {
-	case spillFailed:
+	case t.spillErr != nil:
 		b.WriteString("The full output was not kept (saving it failed)")
-	case outputID == "":
+	case r.OutputID == "":
 		b.WriteString("The full output was not kept")
 	default:
-		b.WriteString("Full output: output ")
-		b.WriteString(outputID)
+		b.WriteString("Read them: harnessd output ")
+		b.WriteString(r.OutputID)
+		if len(ranges) > 0 {
+			b.WriteString(" --lines " + strconv.Itoa(ranges[0][0]) + "-" + strconv.Itoa(ranges[len(ranges)-1][1]))
+		}
 	}
 	b.WriteString(" ...]")
 	return b.String()
 }
 
+func runeCount(s string) int { return utf8.RuneCountInString(s) }
+
 // writeLine writes l and its '\n', cutting it with a marker if it is longer
 // than what was kept; it reports whether it cut. Invalid UTF-8 becomes
 // U+FFFD, so Text is always valid and survives JSON unchanged.
-func writeLine(b *strings.Builder, l *line, outputID string) bool {
+func writeLine(b *bytes.Buffer, l *line, outputID string) bool {
 	text := l.text
 	cut := int64(len(text)) < l.size
 	if cut {
@@ -139,9 +327,9 @@ func writeLine(b *strings.Builder, l *line, outputID string) bool {
 		b.WriteString(commas(l.size))
 		b.WriteString(" bytes shown")
 		if outputID != "" {
-			b.WriteString("; full line: output ")
+			b.WriteString("; full line: harnessd output ")
 			b.WriteString(outputID)
-			b.WriteString(" line ")
+			b.WriteString(" --lines ")
 			b.WriteString(strconv.Itoa(l.no))
 		}
 		b.WriteByte(']')
@@ -167,7 +355,6 @@ func dropPartialRune(b []byte) []byte {
 }
 
 // commas formats n with thousands separators: 1088895 -> "1,088,895".
-// Counts are never negative.
 func commas(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	if len(s) <= 3 || n < 0 {

@@ -5,51 +5,59 @@ import (
 	"io"
 )
 
-// Defaults used by DefaultConfig. They aim at what a model needs from a
-// command's output: how it started (Head), how it ended (Tail), and the
-// lines in between that usually explain a failure (keywords), within a
-// budget of roughly 100 lines.
+// Defaults used by DefaultConfig. The budget is in characters, what a
+// model pays for: the head and the tail get shares of it (headShare,
+// tailShare) and at most Head and Tail lines, and the rest goes to the
+// failure blocks found in the middle.
 const (
-	DefaultHead    = 40   // lines kept from the start
-	DefaultTail    = 40   // lines kept from the end
-	DefaultMaxKeep = 20   // keyword lines kept from the middle
-	DefaultLineCap = 2000 // bytes kept of one line; the rest is cut
+	DefaultMaxChars = 8000 // characters of the whole observation, placeholder included
+	DefaultHead     = 40   // lines kept from the start, at most
+	DefaultTail     = 40   // lines kept from the end, at most
+	DefaultMaxKeep  = 200  // lines kept from the middle, at most
+	DefaultLineCap  = 2000 // bytes kept of one line; the rest is cut
+)
+
+// Shares of MaxChars, in percent, that the head and the tail may take.
+const (
+	headShare = 30
+	tailShare = 30
 )
 
 // Limits New applies to a Config, so that a hook asking for absurd values
-// cannot make one stream cost more than
-// (MaxLines*3 + 1) * MaxLineCap bytes in the worst case.
+// cannot make one stream cost more than a few times MaxMaxChars.
 const (
-	MaxLines   = 10000   // upper bound for Head, Tail and MaxKeep each
-	MaxLineCap = 1 << 20 // upper bound for LineCap
+	MaxLines    = 10000   // upper bound for Head, Tail and MaxKeep each
+	MaxLineCap  = 1 << 20 // upper bound for LineCap
+	MinMaxChars = 500     // lower bound for MaxChars: room for the placeholder
+	MaxMaxChars = 1 << 22 // upper bound for MaxChars
 )
 
-// DefaultKeywords are the substrings that make a middle line worth keeping
-// by default. Matching is case-sensitive: "Error" matches "TypeError:" and
-// "Error:" but not "error:"; list every spelling you want.
-func DefaultKeywords() []string {
-	return []string{"Error", "Traceback", "Exception", "panic:", "FAIL", "fatal"}
-}
+// cutReserve is what a cut line's marker may add, counted when lines are
+// chosen; the final text is measured exactly.
+const cutReserve = 120
 
 // Config says what a Trimmer keeps.
 //
-// It is used as given (use DefaultConfig and change fields): a zero Head,
-// Tail or MaxKeep means "keep none", because a hook may legitimately ask for
-// that. Negative counts are treated as zero and counts above MaxLines as
-// MaxLines. LineCap <= 0 means DefaultLineCap (a cap of zero would hide
-// every line) and is at most MaxLineCap.
+// A zero Head, Tail or MaxKeep means "keep none", because a hook may
+// legitimately ask for that; negative counts are treated as zero and
+// counts above MaxLines as MaxLines. MaxChars <= 0 means DefaultMaxChars
+// and is kept within MinMaxChars..MaxMaxChars. LineCap <= 0 means
+// DefaultLineCap; a line is also never shown longer than a fifth of
+// MaxChars.
 type Config struct {
-	Head     int      // first lines kept
-	Tail     int      // last lines kept
-	MaxKeep  int      // at most this many middle lines containing a keyword are kept, the first ones
-	Keywords []string // case-sensitive substrings; "" and strings containing '\n' are ignored
+	MaxChars int      // characters of Text at most, the placeholder included
+	Head     int      // first lines kept, at most (and within 30% of MaxChars)
+	Tail     int      // last lines kept, at most (and within 30% of MaxChars)
+	MaxKeep  int      // middle lines kept, at most
+	Keywords []string // substrings, ASCII case ignored, that make a middle line a candidate; "" and strings containing '\n' are ignored
 	LineCap  int      // bytes kept of any one line (cut at a rune boundary)
 }
 
-// DefaultConfig returns Head 40, Tail 40, MaxKeep 20, the DefaultKeywords
-// (Error, Traceback, Exception, panic:, FAIL, fatal) and LineCap 2000 bytes.
+// DefaultConfig returns MaxChars 8000, Head 40, Tail 40, MaxKeep 200, the
+// DefaultKeywords and LineCap 2000 bytes.
 func DefaultConfig() Config {
 	return Config{
+		MaxChars: DefaultMaxChars,
 		Head:     DefaultHead,
 		Tail:     DefaultTail,
 		MaxKeep:  DefaultMaxKeep,
@@ -61,19 +69,16 @@ func DefaultConfig() Config {
 // Result is what a model is shown of one output, with the counts needed to
 // describe what was left out.
 //
-// The line counts always add up:
-//
-//	LinesTotal = shown head lines + shown tail lines + KeptKeyword + LinesOmitted
-//
-// and BytesTotal = bytes of the shown lines + BytesOmitted, where a line's
-// bytes include its '\n'. A keyword line shown from the middle is not
-// omitted. Bytes cut from an overlong shown line are not counted as omitted
-// (the line is shown, with a marker saying how long it is).
+// The counts are exact: LinesTotal = lines shown + LinesOmitted, and
+// BytesTotal = bytes of the shown lines + BytesOmitted, where a line's
+// bytes include its '\n'. Lines folded into a "similar lines" marker are
+// omitted. Bytes cut from an overlong shown line are not counted as
+// omitted (the line is shown, with a marker saying how long it is).
 type Result struct {
-	Text         string // what the model sees; always valid UTF-8
+	Text         string // what the model sees; always valid UTF-8, at most MaxChars characters when Trimmed
 	LinesTotal   int    // lines in the output; a final line without '\n' counts
 	LinesOmitted int    // lines not shown at all
-	KeptKeyword  int    // middle lines shown because they contain a keyword
+	KeptKeyword  int    // middle lines shown (lines of failure blocks), each as "line N: text"
 	BytesTotal   int64  // bytes written to the Trimmer
 	BytesOmitted int64  // bytes of the omitted lines, '\n' included
 	OutputID     string // where the full output is kept; "" if it is not
@@ -81,15 +86,16 @@ type Result struct {
 	LinesCut     int    // shown lines cut at LineCap (they can be cut even if Trimmed is false)
 }
 
-// Trimmer is an io.Writer that keeps a bounded view of a stream of text: the
-// first Head lines, the last Tail lines and up to MaxKeep keyword lines from
-// the middle. Its memory is bounded by the Config whatever the stream's size.
-// It is not safe for concurrent use; one stream has one writer.
+// Trimmer is an io.Writer that keeps a bounded view of a stream of text:
+// the first lines, the last lines and the failure blocks of the middle,
+// within a character budget. Its memory is bounded by the Config whatever
+// the stream's size. It is not safe for concurrent use.
 type Trimmer struct {
-	head, tail, maxKeep, lineCap int
+	maxChars, head, tail, maxKeep, lineCap int
+	headBudget, tailBudget                 int
 
-	m        matcher
-	matching bool // there are keywords and room to keep keyword lines
+	m        *matcher
+	matching bool
 
 	spill    io.Writer
 	spillErr error
@@ -97,29 +103,35 @@ type Trimmer struct {
 	lines int   // complete lines seen, the line in progress excluded
 	total int64 // bytes seen
 
-	heads  []line
-	ring   []slot // the last lines, a circular buffer of tail slots
-	ringAt int    // oldest slot
-	ringN  int    // slots in use
-	kept   []line
+	heads    []line
+	headUsed int
+	headOpen bool
 
-	midLines, keptLines int   // lines past the head that left the tail ring, of those kept
-	midBytes, keptBytes int64 // and their bytes
-	matched             int   // middle lines containing a keyword, kept or not
-	hits                []int // scratch for matcher.scan
+	// The last lines. Until a line first leaves it for the middle (small
+	// is false) the ring holds all that fits the budget besides the head,
+	// so an output that fits is shown whole; after, at most Tail lines
+	// within tailBudget.
+	ring      []slot
+	ringAt    int
+	ringN     int
+	ringChars int
+	small     bool
+
+	mid middle
 
 	pending []byte // whole lines past the head not yet sorted (see queue)
 	batch   int    // batchSize; tests make it small
 
 	// The line in progress: the bytes since the last '\n'.
 	inLine    bool
-	part      line   // part.text holds at most lineCap bytes; part.size counts all
-	partNeed  bool   // the line will need a keyword test if it ends up in the middle
-	partMatch bool   // a keyword was seen in it
-	carry     []byte // its last maxLen-1 bytes, to find a keyword split across writes
+	part      line
+	partNeed  bool // the line will need a keyword test if it ends up in the middle
+	partMatch bool
+	carry     []byte
 	scratch   []byte
 
 	done bool
+	res  Result
 }
 
 // line is one line as kept: at most lineCap bytes of it, and its true size.
@@ -137,12 +149,14 @@ func (l *line) bytes() int64 {
 	return l.size
 }
 
-// slot is a line in the tail ring. Its keyword test is put off until it
-// leaves the ring, so that lines which stay in the tail are never tested;
-// a cut line is tested when it arrives, while all its bytes are at hand.
+func (l *line) cut() bool { return int64(len(l.text)) < l.size }
+
+// slot is a line in the ring. Its keyword test is put off until it leaves
+// the ring; a cut line is tested when it arrives, while all of it is at
+// hand.
 type slot struct {
 	line
-	match int8 // matchUnknown, or the result of the test
+	match int8
 }
 
 const (
@@ -154,29 +168,46 @@ const (
 // New returns a Trimmer for cfg (see Config for how it is read). Every byte
 // written to the Trimmer is written verbatim to spill, unless spill is nil.
 // A spill error does not fail Write, since the trimmed view is still good;
-// it is remembered, stops the spilling, and makes Result report that the full
-// output was not kept (see Err).
+// it is remembered, stops the spilling, and makes Result report that the
+// full output was not kept (see Err).
 func New(cfg Config, spill io.Writer) *Trimmer {
 	clamp := func(n int) int { return min(max(n, 0), MaxLines) }
 	t := &Trimmer{
-		head:    clamp(cfg.Head),
-		tail:    clamp(cfg.Tail),
-		maxKeep: clamp(cfg.MaxKeep),
-		lineCap: cfg.LineCap,
-		m:       newMatcher(cfg.Keywords),
-		spill:   spill,
-		batch:   batchSize,
+		maxChars: cfg.MaxChars,
+		head:     clamp(cfg.Head),
+		tail:     clamp(cfg.Tail),
+		maxKeep:  clamp(cfg.MaxKeep),
+		lineCap:  cfg.LineCap,
+		m:        matcherFor(cfg.Keywords),
+		spill:    spill,
+		batch:    batchSize,
+		headOpen: true,
 	}
+	if t.maxChars <= 0 {
+		t.maxChars = DefaultMaxChars
+	}
+	t.maxChars = min(max(t.maxChars, MinMaxChars), MaxMaxChars)
 	if t.lineCap <= 0 {
 		t.lineCap = DefaultLineCap
 	}
-	t.lineCap = min(t.lineCap, MaxLineCap)
+	t.lineCap = min(t.lineCap, MaxLineCap, t.maxChars/5)
+	t.headBudget = t.maxChars * headShare / 100
+	t.tailBudget = t.maxChars * tailShare / 100
 	t.matching = len(t.m.kws) > 0 && t.maxKeep > 0
+	t.mid.t = t
 	return t
 }
 
 // Err returns the first error the spill writer returned, or nil.
 func (t *Trimmer) Err() error { return t.spillErr }
+
+// cost is what a line of size bytes takes of the budget when shown.
+func (t *Trimmer) cost(size int64) int {
+	if size > int64(t.lineCap) {
+		return t.lineCap + 1 + cutReserve
+	}
+	return int(size) + 1
+}
 
 // Write feeds the next chunk of the stream. Chunks may split lines and runes
 // anywhere; the Result does not depend on how the stream was cut. Write
@@ -199,9 +230,8 @@ func (t *Trimmer) Write(p []byte) (int, error) {
 			return n, nil
 		}
 		t.extend(p[:i])
-		if t.lines >= t.head && t.part.size <= int64(t.lineCap) {
-			// All of it is at hand: gather it with the lines that follow
-			// rather than break the batch.
+		if !t.headOpen && t.part.size <= int64(t.lineCap) {
+			// All of it is at hand: gather it with the lines that follow.
 			t.inLine = false
 			t.queueLine(t.part.text)
 		} else {
@@ -210,7 +240,7 @@ func (t *Trimmer) Write(p []byte) (int, error) {
 		}
 		p = p[i+1:]
 	}
-	for len(p) > 0 && t.lines < t.head {
+	for len(p) > 0 && t.headOpen {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			break
@@ -218,7 +248,7 @@ func (t *Trimmer) Write(p []byte) (int, error) {
 		t.push(p[:i], true, matchUnknown)
 		p = p[i+1:]
 	}
-	if len(p) > 0 && t.lines >= t.head {
+	if len(p) > 0 && !t.headOpen {
 		if j := bytes.LastIndexByte(p, '\n'); j >= 0 {
 			t.queue(p[:j+1])
 			p = p[j+1:]
@@ -231,10 +261,8 @@ func (t *Trimmer) Write(p []byte) (int, error) {
 }
 
 // batchSize is how many bytes of whole lines past the head are gathered
-// before they are sorted into middle and tail. A PTY hands over about 4 KiB
-// a read; sorting each read on its own would push some 40 of its ~90 lines
-// through the tail ring only to evict them on the next read. Gathering
-// 64 KiB first makes that per-line work rare, for one memmove and 64 KiB.
+// before they are sorted into middle and tail, so that the per-line work
+// of the tail is done once per 64 KiB rather than once per PTY read.
 const batchSize = 64 << 10
 
 // queue takes whole lines past the head, gathering small writes.
@@ -272,40 +300,45 @@ func (t *Trimmer) flush() {
 	}
 }
 
-// body takes whole lines past the head. When they are more than the ring
-// holds, everything in the ring and all but the last Tail of them are middle
-// lines: those are counted and searched in bulk, never copied, which is what
-// makes the trimmer fast.
+// body takes whole lines past the head. Once the output is known not to
+// fit (small), all but the lines that can still end up in the tail are
+// middle lines: they are counted and searched in bulk, never copied.
 func (t *Trimmer) body(region []byte) {
-	cnt := bytes.Count(region, []byte{'\n'})
-	if cnt > t.tail {
+	for len(region) > 0 && !t.small {
+		i := bytes.IndexByte(region, '\n')
+		t.push(region[:i], true, matchUnknown)
+		region = region[i+1:]
+	}
+	if len(region) == 0 {
+		return
+	}
+	// The longest suffix of region that fits the tail: the same lines the
+	// ring would hold after pushing them one by one.
+	split, n, chars := len(region), 0, 0
+	for split > 0 && n < t.tail {
+		start := bytes.LastIndexByte(region[:split-1], '\n') + 1
+		c := t.cost(int64(split - 1 - start))
+		if chars+c > t.tailBudget {
+			break
+		}
+		chars += c
+		n++
+		split = start
+	}
+	if split > 0 {
 		for t.ringN > 0 {
 			t.evict()
 		}
-		end := len(region) - 1
-		for range t.tail {
-			end = bytes.LastIndexByte(region[:end], '\n')
-		}
-		t.middleSpan(region[:end+1], cnt-t.tail)
-		region = region[end+1:]
+		span := region[:split]
+		no := t.lines + 1
+		t.lines += bytes.Count(span, []byte{'\n'})
+		t.mid.span(span, no)
+		region = region[split:]
 	}
-	// These lines go to the ring. Scanning them together now is much
-	// cheaper than testing each one as it leaves the ring; those that stay
-	// in the tail are tested for nothing, but they are at most Tail a write.
-	t.hits = t.hits[:0]
-	if t.matching {
-		t.hits, _ = t.m.scan(region, t.hits, len(region))
-	}
-	h := 0
-	for off := 0; off < len(region); {
-		i := bytes.IndexByte(region[off:], '\n')
-		match := matchNo
-		if h < len(t.hits) && t.hits[h] == off {
-			match = matchYes
-			h++
-		}
-		t.push(region[off:off+i], true, match)
-		off += i + 1
+	for len(region) > 0 {
+		i := bytes.IndexByte(region, '\n')
+		t.push(region[:i], true, matchUnknown)
+		region = region[i+1:]
 	}
 }
 
@@ -314,97 +347,68 @@ func (t *Trimmer) push(text []byte, nl bool, match int8) {
 	t.pushSized(text, int64(len(text)), nl, match)
 }
 
-// pushSized adds one complete line of size bytes. text holds all of them, or,
-// for a line that came in pieces, its first lineCap bytes; its keyword test
-// must then be in match already, since the rest of the line is gone.
+// pushSized adds one complete line of size bytes. text holds all of them,
+// or, for a line that came in pieces, its first lineCap bytes; its keyword
+// test must then be in match already.
 func (t *Trimmer) pushSized(text []byte, size int64, nl bool, match int8) {
 	t.lines++
 	no := t.lines
 	capped := text[:min(len(text), t.lineCap)]
-	if no <= t.head {
-		t.heads = append(t.heads, line{text: bytes.Clone(capped), no: no, size: size, nl: nl})
-		return
+	c := t.cost(size)
+	if t.headOpen {
+		if len(t.heads) < t.head && t.headUsed+c <= t.headBudget {
+			t.heads = append(t.heads, line{text: bytes.Clone(capped), no: no, size: size, nl: nl})
+			t.headUsed += c
+			return
+		}
+		t.headOpen = false
 	}
 	if match == matchUnknown && len(capped) < len(text) && t.matching {
 		match = t.test(text)
 	}
-	if t.tail == 0 {
-		t.middle(&line{text: capped, no: no, size: size, nl: nl}, match)
-		return
+	if !t.small {
+		for t.ringN > 0 && t.ringChars+c > t.maxChars-t.headUsed {
+			t.evict()
+			t.small = true
+		}
 	}
-	if t.ring == nil {
-		t.ring = make([]slot, t.tail) // slot buffers grow as lines need
+	if t.small {
+		for t.ringN > 0 && (t.ringN >= t.tail || t.ringChars+c > t.tailBudget) {
+			t.evict()
+		}
+		if t.tail == 0 || c > t.tailBudget {
+			t.mid.line(&line{text: capped, no: no, size: size, nl: nl}, match)
+			return
+		}
 	}
-	if t.ringN == t.tail {
-		t.evict()
+	if t.ringN == len(t.ring) {
+		grown := make([]slot, max(16, 2*len(t.ring)))
+		for i := range t.ringN {
+			grown[i] = t.ring[(t.ringAt+i)%len(t.ring)]
+		}
+		t.ring, t.ringAt = grown, 0
 	}
-	s := &t.ring[(t.ringAt+t.ringN)%t.tail]
+	s := &t.ring[(t.ringAt+t.ringN)%len(t.ring)]
 	t.ringN++
+	t.ringChars += c
 	s.text = append(s.text[:0], capped...)
 	s.no, s.size, s.nl, s.match = no, size, nl, match
 }
 
-// evict moves the oldest ring line to the middle and frees its slot.
+// evict moves the oldest ring line to the middle.
 func (t *Trimmer) evict() {
 	s := &t.ring[t.ringAt]
-	t.middle(&s.line, s.match)
-	t.ringAt = (t.ringAt + 1) % t.tail
+	t.ringChars -= t.cost(s.size)
+	t.mid.line(&s.line, s.match)
+	t.ringAt = (t.ringAt + 1) % len(t.ring)
 	t.ringN--
 }
 
 func (t *Trimmer) test(b []byte) int8 {
-	if t.m.any(b) {
+	if t.m.line(b) {
 		return matchYes
 	}
 	return matchNo
-}
-
-// middle accounts for one line past the head that will not be in the tail.
-// l.text may be reused by the caller, so a kept line is copied.
-func (t *Trimmer) middle(l *line, match int8) {
-	t.midLines++
-	t.midBytes += l.bytes()
-	if !t.matching {
-		return
-	}
-	if match == matchUnknown {
-		match = t.test(l.text) // l.text is the whole line: cut lines were tested on arrival
-	}
-	if match == matchYes {
-		t.matched++
-		if t.keptLines < t.maxKeep {
-			t.keep(l.text, l.no, l.size, l.nl)
-		}
-	}
-}
-
-func (t *Trimmer) keep(text []byte, no int, size int64, nl bool) {
-	k := line{text: bytes.Clone(text[:min(len(text), t.lineCap)]), no: no, size: size, nl: nl}
-	t.kept = append(t.kept, k)
-	t.keptLines++
-	t.keptBytes += k.bytes()
-}
-
-// middleSpan accounts for cnt whole middle lines at once: a count and a
-// bulk keyword scan (see matcher), then work only for the lines kept.
-func (t *Trimmer) middleSpan(span []byte, cnt int) {
-	no := t.lines + 1 // line number of the line starting at span[counted]
-	t.lines += cnt
-	t.midLines += cnt
-	t.midBytes += int64(len(span))
-	if !t.matching {
-		return
-	}
-	var n int
-	t.hits, n = t.m.scan(span, t.hits[:0], t.maxKeep-t.keptLines)
-	t.matched += n
-	counted := 0
-	for _, start := range t.hits {
-		no += bytes.Count(span[counted:start], []byte{'\n'})
-		counted = start
-		end := start + bytes.IndexByte(span[start:], '\n')
-		t.keep(span[start:end], no, int64(end-start), true)
-	}
 }
 
 // begin starts a line in progress with p, which holds no '\n'.
@@ -412,7 +416,7 @@ func (t *Trimmer) begin(p []byte) {
 	t.inLine = true
 	t.part.text = append(t.part.text[:0], p[:min(len(p), t.lineCap)]...)
 	t.part.size = int64(len(p))
-	t.partNeed = t.matching && t.lines+1 > t.head
+	t.partNeed = t.matching
 	t.partMatch = t.partNeed && t.m.any(p)
 	t.carry = t.carry[:0]
 	if t.partNeed && !t.partMatch {
@@ -439,8 +443,7 @@ func (t *Trimmer) extend(seg []byte) {
 	}
 }
 
-// keepCarry keeps the last maxLen-1 bytes of the line so far, seg being its
-// newest bytes.
+// keepCarry keeps the last maxLen-1 bytes of the line so far.
 func (t *Trimmer) keepCarry(seg []byte) {
 	n := t.m.maxLen - 1
 	if len(seg) >= n {
@@ -469,8 +472,12 @@ func (t *Trimmer) endLine(nl bool) {
 // Result ends the stream and returns the trimmed view. outputID names where
 // the full output can be read (the ID of the spill's OutputWriter), or is ""
 // when it was not kept; it is also "" in the Result when spilling failed.
-// Later Writes fail with ErrClosed; Result may be called again.
+// Later Writes fail with ErrClosed; Result may be called again and returns
+// the same.
 func (t *Trimmer) Result(outputID string) Result {
+	if t.done {
+		return t.res
+	}
 	t.flush()
 	if t.inLine {
 		t.endLine(false)
@@ -479,35 +486,44 @@ func (t *Trimmer) Result(outputID string) Result {
 	if t.spillErr != nil {
 		outputID = ""
 	}
-	v := view{
-		head:      t.heads,
-		kept:      t.kept,
-		tail:      t.tailLines(),
-		total:     t.lines,
-		omitted:   t.midLines - t.keptLines,
-		bytesOmit: t.midBytes - t.keptBytes,
-		matched:   t.matched,
-		matching:  t.matching,
+	if !t.small {
+		// Nothing left for the middle yet: the output fits, unless the
+		// markers of cut lines make it too long.
+		r := t.whole(outputID)
+		if runeCount(r.Text) <= t.maxChars {
+			t.res = r
+			return r
+		}
+		t.small = true
 	}
-	text, cut := v.render(outputID, t.spillErr != nil)
-	return Result{
-		Text:         text,
-		LinesTotal:   t.lines,
-		LinesOmitted: v.omitted,
-		KeptKeyword:  t.keptLines,
-		BytesTotal:   t.total,
-		BytesOmitted: v.bytesOmit,
-		OutputID:     outputID,
-		Trimmed:      v.omitted > 0,
-		LinesCut:     cut,
+	for t.ringN > 0 && (t.ringN > t.tail || t.ringChars > t.tailBudget) {
+		t.evict()
 	}
+	t.mid.close()
+	t.res = t.render(outputID)
+	return t.res
+}
+
+// whole returns the Result of an output shown in full.
+func (t *Trimmer) whole(outputID string) Result {
+	var b bytes.Buffer
+	r := Result{LinesTotal: t.lines, BytesTotal: t.total, OutputID: outputID}
+	for _, ls := range [][]line{t.heads, t.tailLines()} {
+		for i := range ls {
+			if writeLine(&b, &ls[i], outputID) {
+				r.LinesCut++
+			}
+		}
+	}
+	r.Text = b.String()
+	return r
 }
 
 // tailLines returns the ring's lines, oldest first.
 func (t *Trimmer) tailLines() []line {
 	out := make([]line, 0, t.ringN)
 	for i := range t.ringN {
-		out = append(out, t.ring[(t.ringAt+i)%t.tail].line)
+		out = append(out, t.ring[(t.ringAt+i)%len(t.ring)].line)
 	}
 	return out
 }

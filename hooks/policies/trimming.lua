@@ -1,31 +1,23 @@
--- trimming.lua: keep the lines that explain a failure when test runners and
--- compilers print more than a model should read.
+-- trimming.lua: add the failure words of a few tools to what the trimmer
+-- looks for in the middle of a long output.
 --
--- The profile is chosen from the commands the action runs (harness.commands,
--- so `cd x && go test ./...` and `timeout 60 pytest` count); the trimmer
--- keeps the head, the tail and up to max_keep middle lines containing one
--- of the keep strings (case-sensitive substrings), besides its defaults
--- (Error, Traceback, Exception, panic:, FAIL, fatal).
+-- The trimmer's defaults already know the shapes of go test, pytest,
+-- unittest, node --test (TAP and spec), cargo/rustc, gcc/clang and make
+-- (case-insensitive words such as error, fail, panic, traceback, not ok,
+-- and blocks: tracebacks, panics, --- FAIL with its explanation, compiler
+-- errors with excerpt and caret), within a character budget. This policy
+-- only adds, for the commands the action runs (harness.commands, so
+-- `cd x && go test ./...` and `timeout 60 pytest` count), the words those
+-- defaults lack; it sets no head, tail or max_keep, which would fight the
+-- budget. Keywords ignore ASCII case.
 
 local profiles = {
-  go_test = {head = 10, tail = 40, max_keep = 80,
-    keep = {"--- FAIL", "FAIL", "panic:", "_test.go:", "Error Trace:", "Error:", "DATA RACE", "race detected", "timed out", "build failed"}},
-  go_build = {head = 10, tail = 30, max_keep = 60,
-    keep = {".go:", "undefined:", "cannot use", "imported and not used", "declared and not used", "# "}},
-  pytest = {head = 10, tail = 40, max_keep = 80,
-    keep = {"FAILED", "ERROR", "Error", "E   ", "assert", "Traceback", "____ ", "short test summary", ".py:"}},
-  unittest = {head = 10, tail = 30, max_keep = 60,
-    keep = {"FAIL:", "ERROR:", "Traceback", "Error", "AssertionError", "File \""}},
-  jest = {head = 10, tail = 40, max_keep = 80,
-    keep = {"✕", "●", "FAIL", "Expected", "Received", "Error", "not ok", "failing"}},
-  tap = {head = 10, tail = 30, max_keep = 80,
-    keep = {"not ok", "# fail", "error:", "failureType", "expected:", "actual:", "Error", "at:"}},
-  cargo = {head = 10, tail = 40, max_keep = 80,
-    keep = {"error[", "error:", "panicked at", "FAILED", "failures:", "---- ", "-->", "test result:"}},
-  cc = {head = 10, tail = 30, max_keep = 60,
-    keep = {"error:", "warning:", "undefined reference", "fatal error", "In function", "ld returned"}},
-  make = {head = 10, tail = 30, max_keep = 60,
-    keep = {"error:", "Error ", "*** ", "undefined reference", "No rule to make target", "fatal error", "FAILED"}},
+  go_test = {keep = {"data race", "race detected", "timed out"}},
+  go_build = {keep = {".go:", "undefined:", "cannot use", "not used"}},
+  pytest = {keep = {"short test summary"}},
+  jest = {keep = {"●", "expected", "received"}},
+  cargo = {keep = {"---- "}},
+  cc = {keep = {"warning:"}},
 }
 
 local compilers = {gcc = true, ["g++"] = true, cc = true, ["c++"] = true, clang = true, ["clang++"] = true, tcc = true}
@@ -91,9 +83,9 @@ harness.on("observation.cmd_output", function(ev, action)
     local p = profile_of(c)
     if p and not seen[p] then
       seen[p] = true
-      local prof = profiles[p]
+      local prof = profiles[p] or {keep = {}}
       if trim == nil then
-        trim = {head = prof.head, tail = prof.tail, max_keep = prof.max_keep, keep = {}}
+        trim = {keep = {}}
       end
       if p == "make" then
         -- make usually runs a compiler: keep its lines too.
@@ -106,5 +98,5 @@ harness.on("observation.cmd_output", function(ev, action)
       end
     end
   end
-  if trim then return {trim = trim} end
+  if trim and #trim.keep > 0 then return {trim = trim} end
 end)

@@ -1,0 +1,3 @@
+#include "config.h"
+
+int version(void) { return CONFIG_VERSION; }

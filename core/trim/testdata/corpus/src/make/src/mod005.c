@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod005(int x)
+{
+    return x + 5;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod013(int x)
+{
+    return x + 13;
+}

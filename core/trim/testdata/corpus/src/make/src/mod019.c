@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod019(int x)
+{
+    return x + 19;
+}

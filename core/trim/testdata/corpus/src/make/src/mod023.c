@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod023(int x)
+{
+    return x + 23;
+}

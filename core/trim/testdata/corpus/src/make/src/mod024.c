@@ -1,0 +1,7 @@
+#include <stdio.h>
+
+int mod024(int x)
+{
+    int unused_24 = 24;
+    return x + 24;
+}

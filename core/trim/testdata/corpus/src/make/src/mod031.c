@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod031(int x)
+{
+    return x + 31;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod033(int x)
+{
+    return x + 33;
+}

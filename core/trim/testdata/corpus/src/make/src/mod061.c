@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod061(int x)
+{
+    return x + 61;
+}

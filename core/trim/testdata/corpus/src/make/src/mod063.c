@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod063(int x)
+{
+    return x + 63;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod069(int x)
+{
+    return x + 69;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod071(int x)
+{
+    return x + 71;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod079(int x)
+{
+    return x + 79;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod083(int x)
+{
+    return x + 83;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod097(int x)
+{
+    return x + 97;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod099(int x)
+{
+    return x + 99;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod125(int x)
+{
+    return x + 125;
+}

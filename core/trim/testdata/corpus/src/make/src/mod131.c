@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod131(int x)
+{
+    return x + 131;
+}

@@ -1,0 +1,6 @@
+#include <stdio.h>
+
+int mod147(int x)
+{
+    return x + 147;
+}

@@ -49,8 +49,8 @@ func TestDefaultFileHasEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := settings(reflect.TypeFor[Config](), nil)
-	if len(keys) != 49 {
-		t.Errorf("Config has %d settings, this test expects 49: check the list below still means something", len(keys))
+	if len(keys) != 50 {
+		t.Errorf("Config has %d settings, this test expects 50: check the list below still means something", len(keys))
 	}
 	lines := strings.Split(string(data), "\n")
 	at := keyLines(string(data))

@@ -30,6 +30,9 @@ type Native struct {
 
 	hideMu sync.Mutex
 	hide   map[string]hideEntry
+
+	disksMu sync.Mutex
+	disks   map[string]bool // ids of this driver's sandboxes with a disk, which Cleanup leaves alone
 }
 
 type hideEntry struct {
@@ -63,7 +66,7 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Native{opts: o, procSys: "/proc/sys", hide: map[string]hideEntry{}}, nil
+	return &Native{opts: o, procSys: "/proc/sys", hide: map[string]hideEntry{}, disks: map[string]bool{}}, nil
 }
 
 func defaultStateDir() string {
@@ -148,13 +151,16 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 			return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 		}
 	}
-	if err := s.handOver(); err != nil {
+	fresh, err := s.handOver()
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
+	s.diskBy = s.makeDisk(ctx, fresh)
 	if d.opts.Cgroups != nil {
 		g, err := d.opts.Cgroups(spec.ID, spec.Limits)
 		if err != nil {
+			s.releaseDisk()
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("sandbox %s: cgroup: %w", spec.ID, err)
 		}
@@ -197,45 +203,115 @@ func (d *Native) hostIDs(owner *User) (uid, gid int) {
 // with something in it keeps its owner and mode, and so does what is in
 // it: a workspace path that names a host directory by mistake (/etc) must
 // never be given away.
-func (s *nativeSandbox) handOver() error {
+//
+// It reports whether the workspace is such a fresh one (as root only),
+// which alone may get a disk of its own (see makeDisk).
+func (s *nativeSandbox) handOver() (fresh bool, err error) {
 	if s.uid == os.Geteuid() {
-		return nil
+		return false, nil
 	}
 	if err := os.Lchown(s.ctl, s.uid, s.gid); err != nil {
-		return err
+		return false, err
 	}
 	if s.spec.Network == NetworkProxy {
 		if err := unix.Fchownat(unix.AT_FDCWD, s.spec.ProxySocket, s.uid, s.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return &os.PathError{Op: "chown", Path: s.spec.ProxySocket, Err: err}
+			return false, &os.PathError{Op: "chown", Path: s.spec.ProxySocket, Err: err}
 		}
 	}
 	fd, err := unix.Open(s.spec.Workspace, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: s.spec.Workspace, Err: err}
+		return false, &os.PathError{Op: "open", Path: s.spec.Workspace, Err: err}
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return &os.PathError{Op: "stat", Path: s.spec.Workspace, Err: err}
+		return false, &os.PathError{Op: "stat", Path: s.spec.Workspace, Err: err}
 	}
 	if int(st.Uid) != os.Geteuid() {
-		return nil // the user's own directory
+		return false, nil // the user's own directory
 	}
 	dup, err := unix.Dup(fd)
 	if err != nil {
-		return os.NewSyscallError("dup", err)
+		return false, os.NewSyscallError("dup", err)
 	}
 	d := os.NewFile(uintptr(dup), s.spec.Workspace)
 	names, _ := d.Readdirnames(1)
 	d.Close()
 	if len(names) > 0 {
-		return nil // not one the daemon just made
+		return false, nil // not one the daemon just made
 	}
 	if err := unix.Fchown(fd, s.uid, s.gid); err != nil {
-		return &os.PathError{Op: "chown", Path: s.spec.Workspace, Err: err}
+		return false, &os.PathError{Op: "chown", Path: s.spec.Workspace, Err: err}
 	}
 	if err := unix.Fchmod(fd, 0o700); err != nil {
-		return &os.PathError{Op: "chmod", Path: s.spec.Workspace, Err: err}
+		return false, &os.PathError{Op: "chmod", Path: s.spec.Workspace, Err: err}
+	}
+	return true, nil
+}
+
+// makeDisk gives a fresh workspace (see handOver) a filesystem of
+// Limits.DiskBytes (see disk_linux.go) and says how the disk limit is
+// enforced. Where it cannot, the sandbox goes on without one, as it does
+// without cgroups, and says why: Stats.Enforced, and a log line, since
+// the session's user may have expected the quota.
+func (s *nativeSandbox) makeDisk(ctx context.Context, fresh bool) string {
+	size := s.spec.Limits.DiskBytes
+	if size == 0 {
+		return "none"
+	}
+	var why string
+	switch {
+	case os.Geteuid() != 0:
+		why = "a loop filesystem needs root"
+	case !fresh:
+		why = "the workspace is an existing directory, which a filesystem of its own would hide"
+	default:
+		ctx, cancel := context.WithTimeout(ctx, diskTimeout)
+		defer cancel()
+		s.d.disksMu.Lock()
+		s.d.disks[s.spec.ID] = true
+		s.d.disksMu.Unlock()
+		fd, err := unix.Open(s.spec.Workspace, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			s.disk, err = newDisk(ctx, s.d.diskDir(s.spec.Workspace), s.spec.ID, s.spec.Workspace, fd, size, s.uid, s.gid)
+			unix.Close(fd)
+		}
+		if err == nil {
+			return fmt.Sprintf("loop filesystem (ext4, %d inodes)", max(size/diskInodeBytes, 1024))
+		}
+		s.d.disksMu.Lock()
+		delete(s.d.disks, s.spec.ID)
+		s.d.disksMu.Unlock()
+		why = err.Error()
+	}
+	s.d.opts.Logger.WarnContext(ctx, "sandbox disk quota not enforced", "sandbox", s.spec.ID, "workspace", s.spec.Workspace,
+		"disk_bytes", size, "reason", why, "instead", "RLIMIT_FSIZE bounds each file, not their sum")
+	return "not enforced: " + why + "; RLIMIT_FSIZE bounds each file, not their sum"
+}
+
+// diskDir is where a sandbox's disk image goes: NativeOptions.DiskDir,
+// else beside the workspace.
+func (d *Native) diskDir(ws string) string {
+	if d.opts.DiskDir != "" {
+		return d.opts.DiskDir
+	}
+	return filepath.Join(filepath.Dir(ws), ".harnessd-disks")
+}
+
+// releaseDisk copies the workspace out of its disk and removes the disk.
+func (s *nativeSandbox) releaseDisk() error {
+	if s.disk == nil {
+		return nil
+	}
+	err := s.disk.release(func(msg string, args ...any) {
+		s.d.opts.Logger.Warn(msg, append([]any{"sandbox", s.spec.ID}, args...)...)
+	})
+	s.disk = nil
+	s.d.disksMu.Lock()
+	delete(s.d.disks, s.spec.ID)
+	s.d.disksMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("disk: %w", err)
 	}
 	return nil
 }
@@ -365,6 +441,8 @@ type nativeSandbox struct {
 	cfg      initConfig
 	group    Group
 	enforced []Enforced
+	disk     *disk  // the workspace's own filesystem, if it has one
+	diskBy   string // how Limits.DiskBytes is enforced
 
 	mu        sync.Mutex
 	pending   *launch // prepared, not yet Started
@@ -566,7 +644,7 @@ func (s *nativeSandbox) enforcement() []Enforced {
 	if v, ok := rl[unix.RLIMIT_FSIZE]; ok {
 		e = append(e, Enforced{"fsize", int64(v), "rlimit RLIMIT_FSIZE"})
 	}
-	return e
+	return append(e, Enforced{"disk", l.DiskBytes, s.diskBy})
 }
 
 // cloneFlags are the namespaces every init starts in.
@@ -877,6 +955,10 @@ func (s *nativeSandbox) destroy(ctx context.Context) error {
 		if err := s.group.Destroy(); err != nil {
 			errs = append(errs, fmt.Errorf("cgroup destroy: %w", err))
 		}
+	}
+	// Every process that could write the disk is gone.
+	if err := s.releaseDisk(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,10 +133,6 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 			return nil, fmt.Errorf("%w: image: %w", ErrInvalidSpec, err)
 		}
 	}
-	hidden, err := d.hidden(filepath.Join(sys, "etc"))
-	if err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(d.opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
@@ -145,6 +142,11 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	s := &nativeSandbox{d: d, spec: spec, dir: dir, ctl: filepath.Join(dir, "ctl"), root: filepath.Join(dir, "root")}
 	s.uid, s.gid = d.hostIDs(spec.Owner)
+	hidden, err := d.hidden(filepath.Join(sys, "etc"), s.reader())
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	for _, p := range []string{s.ctl, s.root} {
 		if err := os.Mkdir(p, 0o700); err != nil {
 			os.RemoveAll(dir)
@@ -358,15 +360,57 @@ func realDir(p string) (string, error) {
 	return p, nil
 }
 
+// reader is who the sandbox is to the host's permission checks: its uid,
+// and its groups (as root, only its gid: the init drops the daemon's
+// supplementary groups; rootless, the daemon's, which it keeps).
+func (s *nativeSandbox) reader() reader {
+	r := reader{uid: uint32(s.uid), groups: []uint32{uint32(s.gid)}}
+	if os.Geteuid() != 0 {
+		gs, _ := os.Getgroups()
+		for _, g := range gs {
+			r.groups = append(r.groups, uint32(g))
+		}
+	}
+	return r
+}
+
+// reader is a host user and its groups.
+type reader struct {
+	uid    uint32
+	groups []uint32
+}
+
+func (r reader) key() string { return fmt.Sprint(r.uid, r.groups) }
+
+// may reports whether r may do what bits (a mix of 4, 2, 1) asks on a
+// file of this owner, group and mode, by the mode bits; a file with an
+// access ACL is taken to allow it.
+func (r reader) may(p string, st *unix.Stat_t, bits uint32) bool {
+	if n, err := unix.Lgetxattr(p, "system.posix_acl_access", nil); err == nil && n > 0 {
+		return true
+	}
+	switch {
+	case st.Uid == r.uid:
+		return st.Mode>>6&bits == bits
+	case slices.Contains(r.groups, st.Gid):
+		return st.Mode>>3&bits == bits
+	}
+	return st.Mode&bits == bits
+}
+
 // hidden lists what under etc is not world-readable (files without o+r,
-// directories without o+rx, sockets and fifos): /etc/shadow, private keys
-// and the like. The sandbox's root is mapped to the daemon's uid, so it
-// would own such files; they are covered with empty ones instead. A scan
-// is reused for hideTTL.
-func (d *Native) hidden(etc string) ([]hiddenPath, error) {
+// directories without o+rx, sockets and fifos) and yet the sandbox's user
+// r could open: it is covered with an empty file or directory inside, so
+// that a key a group of the daemon's user may read (ssl-cert's, say) stays
+// out of the sandbox. What r may not read anyway (/etc/shadow, to any
+// sandbox but host root's, which none is) is left as it is: the kernel
+// refuses it, and no cover in mountinfo names it. A scan is reused for
+// hideTTL.
+func (d *Native) hidden(etc string, r reader) ([]hiddenPath, error) {
 	d.hideMu.Lock()
 	defer d.hideMu.Unlock()
-	if e, ok := d.hide[etc]; ok && time.Since(e.at) < hideTTL {
+	key := etc + "\x00" + r.key()
+	if e, ok := d.hide[key]; ok && time.Since(e.at) < hideTTL {
 		return e.paths, nil
 	}
 	var out []hiddenPath
@@ -376,40 +420,42 @@ func (d *Native) hidden(etc string) ([]hiddenPath, error) {
 				return fs.SkipAll
 			}
 			if de != nil && de.IsDir() && p != etc {
-				rel, _ := filepath.Rel(etc, p)
-				out = append(out, hiddenPath{Path: rel, Dir: true})
-				return fs.SkipDir
+				return fs.SkipDir // the daemon cannot read it either
 			}
 			return nil
 		}
 		if p == etc || de.Type()&fs.ModeSymlink != 0 {
 			return nil
 		}
-		fi, err := de.Info()
-		if err != nil {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
 			return nil
 		}
 		rel, _ := filepath.Rel(etc, p)
-		m := fi.Mode()
-		switch {
-		case m.IsDir():
-			if m.Perm()&0o005 != 0o005 {
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			switch {
+			case !r.may(p, &st, 1):
+				return fs.SkipDir // nothing in it can be reached
+			case st.Mode&0o005 != 0o005:
 				out = append(out, hiddenPath{Path: rel, Dir: true})
 				return fs.SkipDir
 			}
-		case m.IsRegular():
-			if m.Perm()&0o004 == 0 {
+		case unix.S_IFREG:
+			if st.Mode&0o004 == 0 && r.may(p, &st, 4) {
 				out = append(out, hiddenPath{Path: rel})
 			}
 		default:
-			out = append(out, hiddenPath{Path: rel})
+			if r.may(p, &st, 4) || r.may(p, &st, 2) {
+				out = append(out, hiddenPath{Path: rel})
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scan %s: %w", etc, err)
 	}
-	d.hide[etc] = hideEntry{at: time.Now(), paths: out}
+	d.hide[key] = hideEntry{at: time.Now(), paths: out}
 	return out, nil
 }
 

@@ -877,8 +877,12 @@ func (s *nativeSandbox) Started(pid int) error {
 		}
 		return m, nil
 	}
-	if _, err := recv("setup"); err != nil {
+	m, err := recv("setup")
+	if err != nil {
 		return err
+	}
+	if m.Note != "" {
+		s.d.opts.Logger.Warn("sandbox init", "sandbox", s.spec.ID, "note", m.Note)
 	}
 	if s.group != nil && !l.prepared {
 		if err := s.group.AddV2(pid); err != nil {

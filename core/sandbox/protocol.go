@@ -45,6 +45,8 @@ type initConfig struct {
 	// sources, in order; its forking thread writes "0" to each.
 	CgroupJoin []string
 	Shell      shellSpec
+
+	note string // the init's, for the daemon's log (initMsg.Note)
 }
 
 // Source is a host directory or file the init mounts: a detached clone
@@ -79,8 +81,10 @@ type shellSpec struct {
 // answers with the shell's Pid (in the sandbox's pid namespace); Err ends
 // the conversation.
 type initMsg struct {
-	Ready bool       `json:",omitempty"`
-	Go    bool       `json:",omitempty"`
-	Pid   int        `json:",omitempty"`
-	Err   *InitError `json:",omitempty"`
+	Ready bool   `json:",omitempty"`
+	Note  string `json:",omitempty"` // with Ready: what the daemon should log
+
+	Go  bool       `json:",omitempty"`
+	Pid int        `json:",omitempty"`
+	Err *InitError `json:",omitempty"`
 }

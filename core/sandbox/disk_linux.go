@@ -30,8 +30,9 @@ import (
 // On Destroy the mount is detached, its files are copied to the
 // directory beneath (where the workspace outlives its sandbox until the
 // session is purged), the loop device clears itself (LO_FLAGS_AUTOCLEAR)
-// once the filesystem is gone, and the image is removed. Cleanup does the
-// same for what a daemon that died left behind.
+// once the filesystem is gone, and the image is removed (kept, as
+// ID.img.kept, if the host's disk was too full to copy it). Cleanup does the same for what a
+// daemon that died left behind.
 
 // diskInodeBytes is the bytes of quota per inode: 128 files per MiB, 131072
 // for the default GiB (a node_modules of 50,000 files fits; a sandbox
@@ -196,10 +197,22 @@ func (d *disk) release(log func(msg string, args ...any)) error {
 	if err := unix.Unmount(fdPath(d.root), unix.MNT_DETACH); err != nil && err != unix.EINVAL {
 		errs = append(errs, &os.PathError{Op: "umount", Path: d.ws, Err: err})
 	}
-	if err := copyTree(d.root, d.under, log); err != nil {
-		errs = append(errs, fmt.Errorf("copy the workspace out of its disk: %w", err))
-	}
+	copyErr := copyTree(d.root, d.under, log)
 	d.closeFds()
+	if errors.Is(copyErr, unix.ENOSPC) || errors.Is(copyErr, unix.EDQUOT) {
+		// The host's disk is full: the image is kept, under a name
+		// Cleanup leaves alone, for an operator to mount and recover.
+		// (Not for what the sandbox can cause itself, like a tree too
+		// deep to copy: each session would leave an image behind.)
+		kept := d.image + ".kept"
+		if err := os.Rename(d.image, kept); err != nil {
+			kept = d.image
+		}
+		return errors.Join(append(errs, fmt.Errorf("copy the workspace out of its disk (image kept as %s): %w", kept, copyErr))...)
+	}
+	if copyErr != nil {
+		errs = append(errs, fmt.Errorf("copy the workspace out of its disk: %w", copyErr))
+	}
 	if err := os.Remove(d.image); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}

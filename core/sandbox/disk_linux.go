@@ -76,8 +76,15 @@ func newDisk(ctx context.Context, dir, id, ws string, wsFd int, size int64, uid,
 		return nil, fmt.Errorf("disk dir: %w", err)
 	}
 	d := &disk{image: filepath.Join(dir, id+diskSuffix), ws: ws, root: -1, under: -1}
+	// Where the files go, for a Cleanup after a daemon that died with
+	// its mount namespace (systemd's PrivateMounts): then only the image
+	// holds them.
+	if err := os.WriteFile(wsRecord(d.image), []byte(ws), 0o600); err != nil {
+		return nil, fmt.Errorf("disk image: %w", err)
+	}
 	img, err := os.OpenFile(d.image, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
+		os.Remove(wsRecord(d.image))
 		return nil, fmt.Errorf("disk image: %w", err)
 	}
 	defer img.Close()
@@ -85,6 +92,7 @@ func newDisk(ctx context.Context, dir, id, ws string, wsFd int, size int64, uid,
 		if err != nil {
 			d.closeFds()
 			os.Remove(d.image)
+			os.Remove(wsRecord(d.image))
 		}
 	}()
 	if err := img.Truncate(size); err != nil {
@@ -213,8 +221,10 @@ func (d *disk) release(log func(msg string, args ...any)) error {
 	if copyErr != nil {
 		errs = append(errs, fmt.Errorf("copy the workspace out of its disk: %w", copyErr))
 	}
-	if err := os.Remove(d.image); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
+	for _, f := range []string{d.image, wsRecord(d.image)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -404,8 +414,11 @@ func copySparse(out, in *os.File, size int64) error {
 // Cleanup releases what the sandboxes of a daemon that died left in
 // NativeOptions.DiskDir: each image's filesystem still mounted over a
 // workspace is detached and its files copied to the directory beneath
-// (the workspace of an interrupted session stays readable), and the
-// image is removed. Call it once at startup, before any Create; images
+// (the workspace of an interrupted session stays readable); an image no
+// longer mounted (its mount went with the daemon's mount namespace) is
+// mounted privately and copied to the workspace it names; then the
+// image is removed. An image it could not copy out is kept for the next
+// start. Call it once at startup, before any Create; images
 // of live sandboxes of this driver are left alone.
 func (d *Native) Cleanup(ctx context.Context) error {
 	if d.opts.DiskDir == "" {
@@ -433,13 +446,31 @@ func (d *Native) Cleanup(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
+		failed := false
 		for _, mp := range mounts {
 			if err := releaseMount(mp, d.opts.Logger.Warn); err != nil {
-				errs = append(errs, err)
+				errs, failed = append(errs, err), true
 			}
 		}
-		if err := os.Remove(img); err != nil {
-			errs = append(errs, err)
+		if len(mounts) == 0 {
+			// Its mount went with the daemon's mount namespace: the
+			// files are only in the image.
+			ws, err := os.ReadFile(wsRecord(img))
+			if err == nil {
+				mounts = []string{string(ws)}
+				err = recoverImage(img, string(ws), d.opts.Logger.Warn)
+			}
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs, failed = append(errs, fmt.Errorf("recover %s: %w", img, err)), true
+			}
+		}
+		if failed {
+			continue // kept for the next start, or an operator
+		}
+		for _, f := range []string{img, wsRecord(img)} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 		d.opts.Logger.InfoContext(ctx, "sandbox disk left by an earlier daemon released", "image", img, "workspaces", mounts)
 	}
@@ -472,6 +503,49 @@ func releaseMount(mp string, log func(string, ...any)) error {
 		return fmt.Errorf("copy %s out of its disk: %w", mp, err)
 	}
 	return nil
+}
+
+// wsRecord is the file beside an image that names its workspace.
+func wsRecord(img string) string { return strings.TrimSuffix(img, diskSuffix) + ".workspace" }
+
+// recoverImage copies the files of an image no longer mounted anywhere to
+// its workspace directory ws: the image is attached and mounted on a
+// directory beside it, which is detached again at once (the descriptor
+// of its root keeps it), so nothing but this copy sees it. The image was
+// only ever written by the kernel's ext4, never by the sandbox directly.
+func recoverImage(img, ws string, log func(string, ...any)) error {
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dev, err := attachLoop(int(f.Fd()))
+	if err != nil {
+		return err
+	}
+	defer dev.Close()
+	mp := strings.TrimSuffix(img, diskSuffix) + ".mnt"
+	if err := os.Mkdir(mp, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	defer os.Remove(mp)
+	if err := unix.Mount(dev.Name(), mp, "ext4", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "noinit_itable,errors=remount-ro"); err != nil {
+		return &os.PathError{Op: "mount " + dev.Name(), Path: mp, Err: err}
+	}
+	root, err := unix.Open(mp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if uerr := unix.Unmount(mp, unix.MNT_DETACH); uerr != nil && err == nil {
+		err = &os.PathError{Op: "umount", Path: mp, Err: uerr}
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(root)
+	under, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: ws, Err: err}
+	}
+	defer unix.Close(under)
+	return copyTree(root, under, log)
 }
 
 // imageMounts returns where the loop devices backed by img are mounted.

@@ -251,6 +251,36 @@ func TestDiskCleanup(t *testing.T) {
 	if err := b.sb.Destroy(context.Background()); err != nil {
 		t.Errorf("Destroy after Cleanup: %v", err)
 	}
+
+	// A daemon in a mount namespace of its own (systemd's PrivateMounts)
+	// dies: the namespace, and the mount with it, are gone; the files
+	// are only in the image.
+	ws = t.TempDir()
+	b = newBox(t, d, Spec{Workspace: ws, Limits: Limits{DiskBytes: 32 << 20}})
+	b.must("mkdir -p sub && echo only-in-the-image > sub/file && ln -s sub link")
+	b.term.Close()
+	img = filepath.Join(disks, b.sb.ID()+diskSuffix)
+	sb = b.sb.(*nativeSandbox)
+	if err := unix.Unmount(fdPath(sb.disk.root), unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	sb.disk.closeFds()
+	if _, err := os.Stat(filepath.Join(ws, "sub")); !os.IsNotExist(err) {
+		t.Fatalf("the workspace directory beneath the mount holds files already: %v", err)
+	}
+	d3 := newDriver(t, NativeOptions{DiskDir: disks})
+	if err := d3.Cleanup(context.Background()); err != nil {
+		t.Fatalf("Cleanup: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(ws, "link/file")); err != nil || string(got) != "only-in-the-image\n" {
+		t.Errorf("after Cleanup of an unmounted image: %q %v", got, err)
+	}
+	if ents, _ := os.ReadDir(disks); len(ents) != 0 || loopsBackedBy(img) != 0 {
+		t.Errorf("left in the disk directory: %v; %d loop devices", ents, loopsBackedBy(img))
+	}
+	if err := b.sb.Destroy(context.Background()); err != nil {
+		t.Errorf("Destroy after Cleanup: %v", err)
+	}
 }
 
 // TestDiskCreateLatency measures what the disk adds to a sandbox's cold

@@ -93,11 +93,14 @@
 // starts, which is what protects a user's own repositories in their own
 // directory (there the sandbox is that user, and git trusts what it
 // writes): each init finds them (.git directories and files at any depth,
-// bare repositories; the first maxGitScan entries of the workspace) and
-// binds GitControl read-only in each (missing ones as empty, commondir as
-// "."), the .git directory or file itself too (it cannot be removed or
-// renamed); everything else in .git stays writable, so commits, branches,
-// status, fetch into the repository and clones elsewhere work. Where there
+// bare repositories, within the first maxGitScan entries of the
+// workspace, and always those the sandbox's first init found, before the
+// agent ran anything) and binds GitControl read-only in each (missing ones
+// as empty, commondir as "."); the .git directory or file itself and every
+// directory above it are pinned as mount points, so none can be removed
+// or renamed and the repository cannot be moved away and replaced;
+// everything else in .git stays writable, so commits, branches, status,
+// fetch into the repository and clones elsewhere work. Where there
 // is no .git, nothing is made: git init and git clone work inside. Inside,
 // the pinned config makes git config, git remote add and upstream
 // tracking fail in that repository; use the global config ($HOME is the
@@ -109,7 +112,9 @@
 // trust every repository (safe.directory = *) trusts one the agent made
 // anywhere. Closing the first needs the sandbox to write as another user
 // than the directory's owner; no mount can make new files one user's and
-// new repositories another's.
+// new repositories another's. A walk that stops at maxGitScan entries
+// leaves unpinned, in a later session over the same directory, a
+// repository an earlier session's agent pushed past that many entries.
 //
 // # Limits
 //

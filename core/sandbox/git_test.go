@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/harnessd/harnessd/core/terminal"
 )
 
 // gitEnv makes a host git see nothing of this machine's own git
@@ -262,10 +264,35 @@ func TestGitNestedPinned(t *testing.T) {
 		`mkdir -p e/objects e/refs && echo ../../e > vendor/lib/.git/commondir`,
 		`printf '[alias]\n\tst = "!touch MARK/bare"\n' >> store.git/config`,
 		`mv vendor/lib/.git vendor/lib/.old`,
+		`mv vendor/lib vendor/lib2`,
+		`mv vendor v`,
 		`rm -rf vendor/lib/.git`, // removes objects and refs; the pinned files stay
 	} {
 		if code, out := b.run(strings.ReplaceAll(attack, "MARK", marker)); code == 0 {
 			t.Errorf("%q worked in a pinned repository: %s", attack, out)
+		}
+	}
+	// Files enough to push the repositories past the walk of the next
+	// shell's init (shortened here): what the first one found is pinned
+	// still.
+	b.must("mkdir 0 && cd 0 && touch $(seq 100)")
+	b.term.Close()
+	sb := b.sb.(*nativeSandbox)
+	sb.mu.Lock()
+	sb.cfg.GitScan = 50
+	sb.mu.Unlock()
+	term, err := terminal.New(t.Context(), termOptions(sb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { term.Close() })
+	b.term = term
+	for _, attack := range []string{
+		`git -C vendor/lib config core.fsmonitor "touch MARK/nested-fsmonitor; false"`,
+		`printf '[alias]\n\tst = "!touch MARK/bare"\n' >> store.git/config`,
+	} {
+		if code, out := b.run(strings.ReplaceAll(attack, "MARK", marker)); code == 0 {
+			t.Errorf("%q worked in a pinned repository past the walk: %s", attack, out)
 		}
 	}
 	for _, dir := range []string{"vendor/lib", "store.git"} {

@@ -73,7 +73,7 @@ func runInit() int {
 	if err := setup(&cfg); err != nil {
 		return fail(err)
 	}
-	if err := enc.Encode(initMsg{Ready: true, Note: cfg.note}); err != nil {
+	if err := enc.Encode(initMsg{Ready: true, Note: cfg.note, Repos: cfg.found}); err != nil {
 		return initFailed
 	}
 	var m initMsg

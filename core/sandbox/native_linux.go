@@ -262,9 +262,12 @@ func (s *nativeSandbox) makeDisk(ctx context.Context, fresh bool) string {
 		return "none"
 	}
 	var why string
+	log := s.d.opts.Logger.WarnContext
 	switch {
 	case os.Geteuid() != 0:
-		why = "a loop filesystem needs root"
+		// The same for every sandbox: the startup's probe says so once
+		// (Stats.Enforced), the rest quietly.
+		why, log = "a loop filesystem needs root", s.d.opts.Logger.DebugContext
 	case !fresh:
 		why = "the workspace is an existing directory, which a filesystem of its own would hide"
 	default:
@@ -286,7 +289,7 @@ func (s *nativeSandbox) makeDisk(ctx context.Context, fresh bool) string {
 		s.d.disksMu.Unlock()
 		why = err.Error()
 	}
-	s.d.opts.Logger.WarnContext(ctx, "sandbox disk quota not enforced", "sandbox", s.spec.ID, "workspace", s.spec.Workspace,
+	log(ctx, "sandbox disk quota not enforced", "sandbox", s.spec.ID, "workspace", s.spec.Workspace,
 		"disk_bytes", size, "reason", why, "instead", "RLIMIT_FSIZE bounds each file, not their sum")
 	return "not enforced: " + why + "; RLIMIT_FSIZE bounds each file, not their sum"
 }
@@ -490,10 +493,11 @@ type nativeSandbox struct {
 	disk     *disk  // the workspace's own filesystem, if it has one
 	diskBy   string // how Limits.DiskBytes is enforced
 
-	mu        sync.Mutex
-	pending   *launch // prepared, not yet Started
-	inits     []*initProc
-	destroyed bool
+	mu         sync.Mutex
+	reposKnown bool    // cfg.Repos holds what the first init found
+	pending    *launch // prepared, not yet Started
+	inits      []*initProc
+	destroyed  bool
 
 	destroyOnce sync.Once
 	destroyErr  error
@@ -884,6 +888,14 @@ func (s *nativeSandbox) Started(pid int) error {
 	if m.Note != "" {
 		s.d.opts.Logger.Warn("sandbox init", "sandbox", s.spec.ID, "note", m.Note)
 	}
+	s.mu.Lock()
+	if !s.reposKnown {
+		// The first shell's init looked before the agent could run
+		// anything: what it found are the workspace's own repositories,
+		// which every later init pins, wherever its own walk stops.
+		s.cfg.Repos, s.reposKnown = m.Repos, true
+	}
+	s.mu.Unlock()
 	if s.group != nil && !l.prepared {
 		if err := s.group.AddV2(pid); err != nil {
 			return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)

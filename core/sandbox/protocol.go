@@ -46,7 +46,15 @@ type initConfig struct {
 	CgroupJoin []string
 	Shell      shellSpec
 
-	note string // the init's, for the daemon's log (initMsg.Note)
+	// Repos are the repositories the sandbox's first init found, which
+	// every later one pins even if it does not find them.
+	Repos []Repo
+	// GitScan bounds the init's walk for repositories; 0 means
+	// maxGitScan (tests set less).
+	GitScan int
+
+	note  string // the init's, for the daemon's log (initMsg.Note)
+	found []Repo // the repositories this init found (initMsg.Repos)
 }
 
 // Source is a host directory or file the init mounts: a detached clone
@@ -83,6 +91,7 @@ type shellSpec struct {
 type initMsg struct {
 	Ready bool   `json:",omitempty"`
 	Note  string `json:",omitempty"` // with Ready: what the daemon should log
+	Repos []Repo `json:",omitempty"` // with Ready: the repositories the init found
 
 	Go  bool       `json:",omitempty"`
 	Pid int        `json:",omitempty"`

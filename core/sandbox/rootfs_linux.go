@@ -179,7 +179,7 @@ func buildRoot(cfg *initConfig) error {
 		return initErr("open", cfg.Workdir, err)
 	}
 	defer unix.Close(ws)
-	if cfg.note, err = protectWorkspace(cfg, ws); err != nil {
+	if cfg.found, cfg.note, err = protectWorkspace(cfg, ws); err != nil {
 		return err
 	}
 
@@ -345,20 +345,23 @@ var created = map[string]string{".git/commondir": ".\n"}
 // logs so).
 const maxGitScan = 200000
 
-// repo is a repository the git rule pins: a .git directory or file, or a
-// bare repository's directory.
-type repo struct {
-	parent string // its directory, relative to the workspace ("" for the top)
-	name   string // ".git", or the bare repository's name
-	file   bool   // a .git file: a pointer to a gitdir elsewhere
+// Repo is a repository the git rule pins: a .git directory or file, or
+// a bare repository's directory. The init reports those it found to the
+// daemon, which has every later init of the sandbox pin them too.
+type Repo struct {
+	Path string // relative to the workspace: "sub/.git", ".git", "store.git"
+	File bool   // a .git file: a pointer to a gitdir elsewhere
 }
 
 // findRepos walks the workspace at ws for every repository in it: .git
 // directories and files at any depth, and bare repositories (a directory
 // with HEAD, objects and refs, which is all git needs to take one). It
 // does not follow symlinks, does not look inside what it finds, and stops
-// after maxGitScan entries, saying so in note.
-func findRepos(ws string) (repos []repo, note string) {
+// after limit entries (0: maxGitScan), saying so in note.
+func findRepos(ws string, limit int) (repos []Repo, note string) {
+	if limit <= 0 {
+		limit = maxGitScan
+	}
 	n := 0
 	// With a trailing slash the root is followed: it is /proc/self/fd/N,
 	// a link, when it is a clone.
@@ -367,23 +370,19 @@ func findRepos(ws string) (repos []repo, note string) {
 		if err != nil || p == ws {
 			return nil
 		}
-		if n++; n > maxGitScan {
-			note = fmt.Sprintf("git rule: the workspace has more than %d entries; repositories past them are not pinned", maxGitScan)
+		if n++; n > limit {
+			note = fmt.Sprintf("git rule: the workspace has more than %d entries; repositories past them that the sandbox's first shell did not find are not pinned", limit)
 			return fs.SkipAll
 		}
 		rel, _ := filepath.Rel(ws, p)
-		parent := filepath.Dir(rel)
-		if parent == "." {
-			parent = ""
-		}
 		switch {
 		case de.Name() == ".git" && de.IsDir():
-			repos = append(repos, repo{parent: parent, name: ".git"})
+			repos = append(repos, Repo{Path: rel})
 			return fs.SkipDir
 		case de.Name() == ".git" && de.Type().IsRegular():
-			repos = append(repos, repo{parent: parent, name: ".git", file: true})
+			repos = append(repos, Repo{Path: rel, File: true})
 		case de.IsDir() && bareRepo(p):
-			repos = append(repos, repo{parent: parent, name: de.Name()})
+			repos = append(repos, Repo{Path: rel})
 			return fs.SkipDir
 		}
 		return nil
@@ -399,56 +398,46 @@ func bareRepo(dir string) bool {
 }
 
 // protectWorkspace pins, read-only, git's control files in every
-// repository of the workspace (ws, beneath the new root) and then
-// cfg.Protected. It returns findRepos' note. A repository's directory is
-// pinned as a mount point, so it can be neither removed nor renamed; the
-// directories above one below the top are not (they may be renamed, and
-// the repository with them, still pinned).
-func protectWorkspace(cfg *initConfig, ws int) (string, error) {
+// repository of the workspace (ws, beneath the new root), those an
+// earlier init of the sandbox found (cfg.Repos) and those there are now,
+// then cfg.Protected. It returns the repositories it found and
+// findRepos' note. Every directory from the workspace's top to a
+// repository's control files is pinned as a mount point, as .git at the
+// top always was: none can be removed or renamed, so a repository the
+// user had cannot be moved out of the way (or past maxGitScan) and
+// replaced by one of the agent's.
+func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 	src, err := unix.Open(cfg.Workspace.path(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", initErr("open", cfg.Workspace.Path, err)
+		return nil, "", initErr("open", cfg.Workspace.Path, err)
 	}
 	defer unix.Close(src)
-	top := map[string]bool{}
-	repos, note := findRepos(cfg.Workspace.path())
-	for _, r := range repos {
-		from, to, pinned := src, ws, top
-		if r.parent != "" {
-			if from, err = openBeneath(src, r.parent); err != nil {
-				return "", protectErr(r.parent, r.parent, err)
-			}
-			if to, err = openBeneath(ws, r.parent); err != nil {
-				unix.Close(from)
-				return "", protectErr(r.parent, r.parent, err)
-			}
-			pinned = map[string]bool{}
+	pinned := map[string]bool{}
+	found, note := findRepos(cfg.Workspace.path(), cfg.GitScan)
+	seen := map[Repo]bool{}
+	for _, r := range append(append([]Repo(nil), cfg.Repos...), found...) {
+		if seen[r] {
+			continue
 		}
-		err := func() error {
-			if r.file {
-				return protect(from, to, ".git", ".git", pinned)
+		seen[r] = true
+		if r.File {
+			if err := protect(src, ws, r.Path, ".git", pinned); err != nil {
+				return nil, "", err
 			}
-			for _, p := range GitControl {
-				if err := protect(from, to, r.name+"/"+p, ".git/"+p, pinned); err != nil {
-					return err
-				}
-			}
-			return nil
-		}()
-		if r.parent != "" {
-			unix.Close(from)
-			unix.Close(to)
+			continue
 		}
-		if err != nil {
-			return "", err
+		for _, p := range GitControl {
+			if err := protect(src, ws, r.Path+"/"+p, ".git/"+p, pinned); err != nil {
+				return nil, "", err
+			}
 		}
 	}
 	for _, p := range cfg.Protected {
-		if err := protect(src, ws, p, p, top); err != nil {
-			return "", err
+		if err := protect(src, ws, p, p, pinned); err != nil {
+			return nil, "", err
 		}
 	}
-	return note, nil
+	return found, note, nil
 }
 
 // openBeneath opens rel beneath dir as an O_PATH descriptor, refusing

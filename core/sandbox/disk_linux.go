@@ -221,12 +221,39 @@ func (d *disk) release(log func(msg string, args ...any)) error {
 	if copyErr != nil {
 		errs = append(errs, fmt.Errorf("copy the workspace out of its disk: %w", copyErr))
 	}
+	if err := punchImage(d.image); err != nil {
+		errs = append(errs, err)
+	}
 	for _, f := range []string{d.image, wsRecord(d.image)} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// punchImage frees the image's blocks before it is removed. The
+// filesystem may outlive its last mount here: every sandbox init started
+// while it was mounted copied the daemon's mounts into its own namespace,
+// and a dynamically linked harnessd maps its loader and libc from that
+// copy, which keeps the copy's detached tree, this filesystem in it, and
+// so its loop device and image, until that init exits. Nothing can reach
+// the filesystem by then (its files are copied out, no path leads to it),
+// so its blocks can go now; only the loop device and a few KiB wait.
+func punchImage(img string) error {
+	f, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, st.Size()); err != nil {
+		return &os.PathError{Op: "fallocate PUNCH_HOLE", Path: img, Err: err}
+	}
+	return nil
 }
 
 // maxCopyDepth bounds how deep copyTree goes (two descriptors per level).

@@ -764,7 +764,9 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	cmd.Path = s.d.opts.Exe
 	cmd.Args = []string{"harnessd", InitCommand}
 	cmd.Dir = ""
-	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1"}
+	// One P, and no runtime watching the cgroup's CPU limit: it would hold
+	// cgroup files of the daemon's mounts open in the init for nothing.
+	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1", "GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
 	cmd.ExtraFiles = append([]*os.File{l.child}, join...) // fd 3, then the sources from initSourceFD, then the cgroup files
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}

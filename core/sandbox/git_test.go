@@ -302,3 +302,38 @@ func TestGitNestedPinned(t *testing.T) {
 		}
 	}
 }
+
+// TestFindRepos: the walk finds .git directories and files at any depth,
+// bare repositories (the workspace itself too), not what is inside them,
+// and not through symlinks.
+func TestFindRepos(t *testing.T) {
+	ws := t.TempDir()
+	mk := func(p string) {
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(filepath.Join(ws, p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(ws, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(ws, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{".git/objects/", ".git/refs/", ".git/HEAD", ".git/modules/m/HEAD", "a/b/.git/HEAD", "sub/.git",
+		"x/store.git/HEAD", "x/store.git/objects/", "x/store.git/refs/", "x/store.git/inner/.git/HEAD", "HEAD", "objects/", "refs/"} {
+		mk(p)
+	}
+	os.Symlink(filepath.Join(ws, "a"), filepath.Join(ws, "link"))
+	got, note := findRepos(ws, 0)
+	var paths []string
+	for _, r := range got {
+		paths = append(paths, fmt.Sprintf("%s:%v", r.Path, r.File))
+	}
+	if want := ".:false,.git:false,a/b/.git:false,sub/.git:true,x/store.git:false"; strings.Join(paths, ",") != want || note != "" {
+		t.Errorf("findRepos: %s (%q), want %s", strings.Join(paths, ","), note, want)
+	}
+	if _, note := findRepos(ws, 3); note == "" {
+		t.Errorf("a walk cut short says nothing")
+	}
+}

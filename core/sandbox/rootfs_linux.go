@@ -349,7 +349,7 @@ const maxGitScan = 200000
 // a bare repository's directory. The init reports those it found to the
 // daemon, which has every later init of the sandbox pin them too.
 type Repo struct {
-	Path string // relative to the workspace: "sub/.git", ".git", "store.git"
+	Path string // relative to the workspace: "sub/.git", ".git", "store.git", "." (a bare one)
 	File bool   // a .git file: a pointer to a gitdir elsewhere
 }
 
@@ -366,6 +366,9 @@ func findRepos(ws string, limit int) (repos []Repo, note string) {
 	// With a trailing slash the root is followed: it is /proc/self/fd/N,
 	// a link, when it is a clone.
 	ws = strings.TrimSuffix(ws, "/") + "/"
+	if bareRepo(ws) { // a bare repository given as the workspace
+		repos = append(repos, Repo{Path: "."})
+	}
 	_ = filepath.WalkDir(ws, func(p string, de fs.DirEntry, err error) error {
 		if err != nil || p == ws {
 			return nil

@@ -136,7 +136,7 @@
 // and new files past it fail inside with ENOSPC, and the host's disk
 // holds at most the image. Destroy copies the files to the directory
 // beneath (holes kept, hard links as links, no setuid bits or extended
-// attributes) and removes the image; Cleanup, at a daemon's start, does
+// attributes, nothing deeper than maxCopyDepth) and removes the image; Cleanup, at a daemon's start, does
 // it for what one that died left mounted. The image's blocks are freed
 // at once, but its loop device (and the filesystem, unreachable) can wait
 // for every sandbox init started while it was mounted to exit: each copied

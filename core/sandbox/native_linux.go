@@ -1006,10 +1006,12 @@ func (s *nativeSandbox) destroy(ctx context.Context) error {
 			s.d.opts.Logger.Debug("sandbox cgroup kill", "sandbox", s.spec.ID, "err", err)
 		}
 	}
+	gone := true
 	for _, ip := range inits {
 		for !exited(ip.pidfd, 50*time.Millisecond) {
 			if ctx.Err() != nil {
 				errs = append(errs, fmt.Errorf("sandbox init %d not gone: %w", ip.pid, ctx.Err()))
+				gone = false
 				break
 			}
 		}
@@ -1020,9 +1022,14 @@ func (s *nativeSandbox) destroy(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("cgroup destroy: %w", err))
 		}
 	}
-	// Every process that could write the disk is gone.
-	if err := s.releaseDisk(); err != nil {
-		errs = append(errs, err)
+	// Only once every process that could write the disk is gone: else
+	// it stays mounted, for the next daemon's Cleanup.
+	if gone {
+		if err := s.releaseDisk(); err != nil {
+			errs = append(errs, err)
+		}
+	} else if s.disk != nil {
+		errs = append(errs, fmt.Errorf("disk %s left mounted on %s", s.disk.image, s.disk.ws))
 	}
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, err)

@@ -68,13 +68,14 @@ func mkfsPath() (string, error) {
 // it to a free loop device and mounts it on ws, whose directory (empty,
 // the daemon's) is wsFd. ctx bounds mkfs.
 func newDisk(ctx context.Context, dir, id, ws string, wsFd int, size int64, uid, gid int) (_ *disk, err error) {
-	mkfs, err := mkfsPath()
-	if err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("disk dir: %w", err)
 	}
+	tmpl, err := diskTemplate(ctx, dir, size, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	defer tmpl.Close()
 	d := &disk{image: filepath.Join(dir, id+diskSuffix), ws: ws, root: -1, under: -1}
 	// Where the files go, for a Cleanup after a daemon that died with
 	// its mount namespace (systemd's PrivateMounts): then only the image
@@ -95,18 +96,8 @@ func newDisk(ctx context.Context, dir, id, ws string, wsFd int, size int64, uid,
 			os.Remove(wsRecord(d.image))
 		}
 	}()
-	if err := img.Truncate(size); err != nil {
-		return nil, fmt.Errorf("disk image: %w", err)
-	}
-	// No journal (the image dies with the sandbox), no reserved blocks,
-	// no resize inode, no discard pass and no inode table zeroing: the
-	// image is a fresh sparse file that already reads as zeros.
-	inodes := max(size/diskInodeBytes, 1024)
-	cmd := exec.CommandContext(ctx, mkfs, "-q", "-F", "-b", "4096", "-m", "0", "-N", strconv.FormatInt(inodes, 10),
-		"-O", "^has_journal,^resize_inode",
-		"-E", fmt.Sprintf("root_owner=%d:%d,nodiscard,lazy_itable_init=1", uid, gid), d.image)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("mkfs.ext4 %s: %w: %s", d.image, err, strings.TrimSpace(string(out)))
+	if err := copySparse(img, tmpl, size); err != nil {
+		return nil, fmt.Errorf("disk image from %s: %w", tmpl.Name(), err)
 	}
 	dev, err := attachLoop(int(img.Fd()))
 	if err != nil {
@@ -144,6 +135,51 @@ func newDisk(ctx context.Context, dir, id, ws string, wsFd int, size int64, uid,
 		return nil, fmt.Errorf("disk %s: %w", ws, err)
 	}
 	return d, nil
+}
+
+// templateSuffix names the formatted, empty images new ones are copied
+// from, one per size and owner, kept in the disk directory.
+const templateSuffix = ".ext4"
+
+// diskTemplate returns, open, an empty filesystem of size bytes whose
+// root is uid:gid's, made with mkfs.ext4 the first time: a new disk is a
+// copy of its few hundred KiB of metadata, which is far quicker than
+// running mkfs for each (the warm pool makes one per session). Every
+// disk so made has the same UUID, which nothing here reads.
+func diskTemplate(ctx context.Context, dir string, size int64, uid, gid int) (*os.File, error) {
+	name := filepath.Join(dir, fmt.Sprintf(".template-%d-%d-%d%s", size, uid, gid, templateSuffix))
+	if f, err := os.Open(name); err == nil {
+		return f, nil
+	}
+	mkfs, err := mkfsPath()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(dir, ".template-*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("disk template: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // once renamed, a no-op
+	err = tmp.Truncate(size)
+	tmp.Close()
+	if err != nil {
+		return nil, fmt.Errorf("disk template: %w", err)
+	}
+	// No journal (a disk dies with its sandbox), no reserved blocks, no
+	// resize inode, no discard pass and no inode table zeroing: the image
+	// is a fresh sparse file that already reads as zeros.
+	inodes := max(size/diskInodeBytes, 1024)
+	cmd := exec.CommandContext(ctx, mkfs, "-q", "-F", "-b", "4096", "-m", "0", "-N", strconv.FormatInt(inodes, 10),
+		"-O", "^has_journal,^resize_inode",
+		"-E", fmt.Sprintf("root_owner=%d:%d,nodiscard,lazy_itable_init=1", uid, gid), tmp.Name())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("mkfs.ext4: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	// Whole or not at all: two sandboxes may make it at once.
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return nil, fmt.Errorf("disk template: %w", err)
+	}
+	return os.Open(name)
 }
 
 // attachLoop binds the image open as fd to a free loop device. Another

@@ -71,6 +71,15 @@ func newDisk(ctx context.Context, dir, id, ws string, wsFd int, size int64, uid,
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("disk dir: %w", err)
 	}
+	// The kernel parses what is in there as a filesystem: no one but the
+	// daemon may have written it.
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return nil, fmt.Errorf("disk dir %s must be a directory of uid %d that no one else may write", dir, os.Geteuid())
+	}
 	tmpl, err := diskTemplate(ctx, dir, size, uid, gid)
 	if err != nil {
 		return nil, err

@@ -141,8 +141,9 @@
 // at once, but its loop device (and the filesystem, unreachable) can wait
 // for every sandbox init started while it was mounted to exit: each copied
 // the daemon's mounts, and a dynamically linked harnessd maps its loader
-// and libc from that copy (see punchImage). This adds about 10 ms to a
-// sandbox's creation (mkfs.ext4, a loop device, a mount). Rootless, or
+// and libc from that copy (see punchImage). This adds a few ms to a
+// sandbox's creation (a copy of the metadata of an empty filesystem
+// mkfs.ext4 made once, a loop device, a mount). Rootless, or
 // over a directory that already has files (a user's own, which a
 // filesystem on top would hide), there is no such filesystem, the sandbox
 // says why in Stats.Enforced and the log, and only RLIMIT_FSIZE holds:

@@ -25,14 +25,16 @@ import (
 // whatever the sandbox does; the host's filesystem only ever holds the
 // image, which cannot grow past its size. Project quotas would need the
 // host's filesystem to have them enabled; a loop filesystem needs only
-// root and e2fsprogs.
+// root and e2fsprogs. The sandbox never reaches the image or the loop
+// device, only the filesystem, so the kernel only parses metadata it
+// wrote itself (from a template mkfs.ext4 made).
 //
 // On Destroy the mount is detached, its files are copied to the
 // directory beneath (where the workspace outlives its sandbox until the
 // session is purged), the loop device clears itself (LO_FLAGS_AUTOCLEAR)
 // once the filesystem is gone, and the image is removed (kept, as
-// ID.img.kept, if the host's disk was too full to copy it). Cleanup does the same for what a
-// daemon that died left behind.
+// ID.img.kept, if the host's disk was too full to copy it). Cleanup does
+// the same for what a daemon that died left behind.
 
 // diskInodeBytes is the bytes of quota per inode: 128 files per MiB, 131072
 // for the default GiB (a node_modules of 50,000 files fits; a sandbox
@@ -64,9 +66,9 @@ func mkfsPath() (string, error) {
 	return "", errors.New("mkfs.ext4 not found (install e2fsprogs)")
 }
 
-// newDisk makes the image, formats it with root owned by uid:gid, attaches
-// it to a free loop device and mounts it on ws, whose directory (empty,
-// the daemon's) is wsFd. ctx bounds mkfs.
+// newDisk makes the image, a copy of the template for its size and
+// owner, attaches it to a free loop device and mounts it on ws, whose
+// directory (empty, the daemon's) is wsFd. ctx bounds mkfs.
 func newDisk(ctx context.Context, dir, id, ws string, wsFd int, size int64, uid, gid int) (_ *disk, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("disk dir: %w", err)

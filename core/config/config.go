@@ -100,6 +100,11 @@ type Sandbox struct {
 	CPUWeight int `toml:"cpu_weight"` // CPU share, 1..10000 (100 = an even share)
 	TmpMB     int `toml:"tmp_mb"`     // size of the private /tmp, MiB
 
+	// DiskMB is the size of each workspace the daemon makes, MiB: a
+	// filesystem of its own (as root), so writes past it fail inside
+	// the sandbox and the host's disk is untouched; 0 = none.
+	DiskMB int `toml:"disk_mb"`
+
 	// PoolSize is how many ready sandboxes are kept waiting for new
 	// sessions; 0 turns the pool off.
 	PoolSize int `toml:"pool_size"`
@@ -283,6 +288,7 @@ func Default() Config {
 			Pids:      512,
 			CPUWeight: 100,
 			TmpMB:     512,
+			DiskMB:    1024,
 			PoolSize:  2,
 			Proxy: Proxy{
 				Allow: []string{},

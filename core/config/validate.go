@@ -168,6 +168,9 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 	bounded("sandbox.pids", sb.Pids, 0, 1<<22)
 	bounded("sandbox.cpu_weight", sb.CPUWeight, 1, 10000)
 	bounded("sandbox.tmp_mb", sb.TmpMB, 1, 1<<24)
+	if sb.DiskMB != 0 {
+		bounded("sandbox.disk_mb", sb.DiskMB, 16, 1<<24) // mkfs needs room for its metadata
+	}
 	bounded("sandbox.pool_size", sb.PoolSize, 0, 1000)
 	for _, l := range []struct {
 		key string

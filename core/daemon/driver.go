@@ -54,7 +54,7 @@ func (d *Daemon) setupSandboxes() error {
 	default:
 		return fmt.Errorf("sandbox.driver %q: want %q or %q", sc.Driver, config.DriverNative, config.DriverNone)
 	}
-	opts := &sandbox.NativeOptions{Logger: d.log, StateDir: filepath.Join(d.runDir, "sandboxes")}
+	opts := &sandbox.NativeOptions{Logger: d.log, StateDir: filepath.Join(d.runDir, "sandboxes"), DiskDir: filepath.Join(d.dataDir, "disks")}
 	mgr, err := cgroup.Detect(cgroup.Options{Logger: d.log})
 	if err != nil {
 		d.log.Warn("cgroups unusable; limits fall back to rlimits", "err", err)
@@ -69,6 +69,11 @@ func (d *Daemon) setupSandboxes() error {
 	if err := nat.CheckHost(); err != nil {
 		return d.sandboxErr(err)
 	}
+	// Workspace disks an earlier daemon left mounted: their files go to
+	// their workspaces, the images go.
+	if err := nat.Cleanup(context.Background()); err != nil {
+		d.log.Warn("sandbox disks left by an earlier daemon", "err", err)
+	}
 	d.driver = nat
 	// One real sandbox, now: a host that cannot make them (a missing
 	// capability, a seccomp policy, an LSM) fails here with the reason,
@@ -77,7 +82,7 @@ func (d *Daemon) setupSandboxes() error {
 		return d.sandboxErr(err)
 	}
 	d.log.Info("sandbox driver native", "network", sc.Network, "memory_mb", sc.MemoryMB, "pids", sc.Pids,
-		"cpu_weight", sc.CPUWeight, "tmp_mb", sc.TmpMB, "pool_size", sc.PoolSize)
+		"cpu_weight", sc.CPUWeight, "tmp_mb", sc.TmpMB, "disk_mb", sc.DiskMB, "pool_size", sc.PoolSize)
 	return nil
 }
 
@@ -140,6 +145,7 @@ func (d *Daemon) place(ctx context.Context, name, ws string, own *sandbox.User) 
 			Pids:        sc.Pids,
 			CPUWeight:   sc.CPUWeight,
 			TmpBytes:    int64(sc.TmpMB) << 20,
+			DiskBytes:   int64(sc.DiskMB) << 20,
 		},
 	}
 	p := &placement{ws: ws, keep: keep}

@@ -8,7 +8,7 @@
 // # Basics
 //
 // Create makes the sandbox's directories (and, with NativeOptions.Cgroups,
-// its control group). Prepare rewrites the terminal's bash command into
+// its control group; with Limits.DiskBytes, the workspace's filesystem). Prepare rewrites the terminal's bash command into
 // `harnessd sandbox-init` (InitMain; cmd/harnessd dispatches it before
 // anything else, as runc does `runc init`) started in new user, mount, pid,
 // network, uts, ipc and cgroup namespaces, with bash's command in a JSON
@@ -19,7 +19,8 @@
 // starts inside every one. The init, pid 1 of its namespace, then builds
 // the root: a tmpfs with read-only binds of the host's
 // (or Spec.Image's) usr, bin, sbin, lib* and etc, where every file that is
-// not world-readable (/etc/shadow, private keys) is covered by an empty one;
+// not world-readable but the sandbox's user could read (a key of a group
+// the daemon's user is in) is covered by an empty one;
 // the workspace read-write (nosuid, nodev) at Workdir with its protected
 // paths and git's control files read-only (see Git); the
 // terminal's control directory at its host path, read-only (the terminal
@@ -44,7 +45,8 @@
 // terminal rebuilt after a hard timeout or an exit has a new sandbox over
 // the same workspace; /tmp, processes and shell state are gone. Destroy
 // kills every init (by pidfd, so a recycled pid is never hit), waits for
-// them and removes the sandbox's directories.
+// them, copies the workspace out of its filesystem and removes the
+// sandbox's directories.
 //
 // # Users
 //
@@ -72,26 +74,47 @@
 // # Git
 //
 // A repository in the workspace is code the host runs: a git the user runs
-// there reads .git/config (core.fsmonitor, core.hooksPath, filters, ...),
-// hooks, and whatever .git/commondir, config.worktree, worktrees/ and
-// modules/ point to. Each init pins GitControl read-only in the
-// workspace's .git directory (missing ones as empty, commondir as "."),
-// pins .git itself (it cannot be removed or renamed), and pins a .git file
-// (a gitdir pointer); everything else in .git stays writable, so commits,
-// branches, status, fetch into the repository and clones elsewhere work.
-// Where there is no .git, nothing is made: git init and git clone work
-// inside, and the repository they make is pinned from the next shell on
-// (each rebuild, each new session over the workspace). Until then, and for
-// any repository below the top (a clone into a subdirectory, a
-// submodule's gitdir a gitlink in the index points to), what protects the
-// host is git's own ownership check (safe.directory, git 2.35.2 and
-// later): a host git refuses a repository owned by another user, which a
-// repository the sandbox made is, under the dedicated uid, to every host
-// user. Under Spec.Owner it is the owner's, and git trusts it: a host git
-// the owner runs in such a repository may run what the agent wrote, as in
-// any repository someone else wrote. Inside, the pinned config makes git
-// config, git remote add and upstream tracking fail in that repository;
-// use the global config ($HOME is the workspace) or -c.
+// there reads .git/config (core.fsmonitor, core.hooksPath, filters,
+// aliases, ...), hooks, and whatever .git/commondir, config.worktree,
+// worktrees/ and modules/ point to. Two things keep what the agent writes
+// from running there.
+//
+// Ownership, for every repository the sandbox makes: at the top or below,
+// by git init, git clone or by hand, bare, behind a .git file or symlink,
+// at any time in the session. Its files are the sandbox's user's, and a
+// host git (2.35.2 and later) refuses a repository another user owns
+// ("dubious ownership"), root's git included. This holds where that user
+// is the dedicated uid (the daemon's own workspaces, and the pool), for
+// every host user whose git keeps the check (no safe.directory = *).
+// Pinning could not help here: by the time a repository the agent made
+// could be pinned, its control files already say what the agent wrote.
+//
+// Pins, for every repository already in the workspace when a shell
+// starts, which is what protects a user's own repositories in their own
+// directory (there the sandbox is that user, and git trusts what it
+// writes): each init finds them (.git directories and files at any depth,
+// bare repositories, within the first maxGitScan entries of the
+// workspace, and always those the sandbox's first init found, before the
+// agent ran anything) and binds GitControl read-only in each (missing ones
+// as empty, commondir as "."); the .git directory or file itself and every
+// directory above it are pinned as mount points, so none can be removed
+// or renamed and the repository cannot be moved away and replaced;
+// everything else in .git stays writable, so commits, branches, status,
+// fetch into the repository and clones elsewhere work. Where there
+// is no .git, nothing is made: git init and git clone work inside. Inside,
+// the pinned config makes git config, git remote add and upstream
+// tracking fail in that repository; use the global config ($HOME is the
+// workspace) or -c.
+//
+// What neither covers: in a user's own directory (Spec.Owner), a
+// repository the agent makes during the session is that user's, and
+// their git trusts it, from the moment it exists; and a host git told to
+// trust every repository (safe.directory = *) trusts one the agent made
+// anywhere. Closing the first needs the sandbox to write as another user
+// than the directory's owner; no mount can make new files one user's and
+// new repositories another's. A walk that stops at maxGitScan entries
+// leaves unpinned, in a later session over the same directory, a
+// repository an earlier session's agent pushed past that many entries.
 //
 // # Limits
 //
@@ -104,6 +127,28 @@
 // RLIMIT_CORE (0) always apply, and /tmp is a tmpfs of its size.
 // Stats.Enforced says which limit is enforced how.
 //
+// Limits.DiskBytes makes the workspace a filesystem of its own when the
+// daemon runs as root and made the workspace (an empty directory of its
+// own; see disk_linux.go): a sparse ext4 image of that size in
+// NativeOptions.DiskDir, with one inode per 8 KiB, on a loop device,
+// mounted nosuid and nodev over the workspace directory in the daemon's
+// namespace, so the host sees the files where they always were. Writes
+// and new files past it fail inside with ENOSPC, and the host's disk
+// holds at most the image. Destroy copies the files to the directory
+// beneath (holes kept, hard links as links, no setuid bits or extended
+// attributes, nothing deeper than maxCopyDepth) and removes the image; Cleanup, at a daemon's start, does
+// it for what one that died left mounted. The image's blocks are freed
+// at once, but its loop device (and the filesystem, unreachable) can wait
+// for every sandbox init started while it was mounted to exit: each copied
+// the daemon's mounts, and a dynamically linked harnessd maps its loader
+// and libc from that copy (see punchImage). This adds a few ms to a
+// sandbox's creation (a copy of the metadata of an empty filesystem
+// mkfs.ext4 made once, a loop device, a mount). Rootless, or
+// over a directory that already has files (a user's own, which a
+// filesystem on top would hide), there is no such filesystem, the sandbox
+// says why in Stats.Enforced and the log, and only RLIMIT_FSIZE holds:
+// one file, not their sum nor their count.
+//
 // The seccomp filter also refuses sockets but AF_UNIX, AF_INET, AF_INET6
 // and AF_NETLINK (vsock's ports are the host's, in any network
 // namespace), the TIOCSTI and TIOCLINUX ioctls (typing into the shell's
@@ -114,13 +159,23 @@
 //
 // Protected paths protect only themselves and the directories on their way
 // (pinned as mount points, so .git cannot be renamed or removed); see Git
-// for what a repository made inside is, on the host, until the next shell.
-// There is no workspace quota: RLIMIT_FSIZE bounds one file, not the sum
-// of them nor their count, so a sandbox can fill the filesystem its
-// workspace is on. The control directory and the
-// sandbox's mount points below /tmp appear as empty directories in the
-// sandbox's /tmp when the state directory is under /tmp. RLIMIT_AS bounds
-// virtual memory, which some runtimes (the JVM) reserve generously.
-// Pdeathsig kills the init if the daemon thread that started it exits; Go
-// only ends threads whose goroutine locked them and returned.
+// for what a repository made inside is on the host. A workspace without a
+// disk of its own (see Limits) can fill the filesystem it is on.
+//
+// What the sandbox sees of its mounts (/proc/self/mountinfo) and cgroups:
+// its cgroup paths are all "/" (the init takes a cgroup namespace of its
+// own once its cgroups are final); /etc covers only what the sandbox's
+// user could read, so the names of files the kernel refuses it anyway
+// (/etc/shadow) are not listed. Still shown: a workspace without a disk
+// of its own is a bind whose root field is its host path (the data
+// directory, or the user's directory); the terminal's control directory
+// is at its host path (the state directory and the sandbox's id), which
+// package terminal needs and bash's command line shows anyway; a system
+// directory's submounts, if the host has any; the host's block device
+// names and filesystem options. The control directory and the sandbox's
+// mount points below /tmp appear as empty directories in the sandbox's
+// /tmp when the state directory is under /tmp. RLIMIT_AS bounds virtual
+// memory, which some runtimes (the JVM) reserve generously. Pdeathsig
+// kills the init if the daemon thread that started it exits; Go only ends
+// threads whose goroutine locked them and returned.
 package sandbox

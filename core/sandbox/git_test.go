@@ -1,11 +1,15 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/harnessd/harnessd/core/terminal"
 )
 
 // gitEnv makes a host git see nothing of this machine's own git
@@ -120,5 +124,216 @@ printf '#!/bin/sh\ntouch MARK/commondir-hook\n' > evil/hooks/pre-commit; chmod +
 				}
 			}
 		})
+	}
+}
+
+// hostGitAs runs git on the host in dir as uid (and gid) uid, with no
+// configuration of its own: the ownership check (safe.directory) as git
+// ships it.
+func hostGitAs(uid int, dir string, args ...string) (string, error) {
+	id := strconv.Itoa(uid)
+	cmd := exec.Command("setpriv", append([]string{"--reuid=" + id, "--regid=" + id, "--clear-groups", "git"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), gitEnv...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// midSession are repositories the agent makes during a session, each with
+// code a host git would run; MARK is the host's marker directory. Where
+// each is, and what a host git does there, is in hostRuns.
+var midSession = []struct{ name, cmd, dir string }{
+	{"init at the top", `git init -q -b main && git config core.fsmonitor "touch MARK/top-fsmonitor; false" &&
+printf '#!/bin/sh\ntouch MARK/top-hook\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo 1 > f && git add f && git commit -qm 1 --no-verify`, "."},
+	{"clone into a subdirectory", `mkdir -p src && cd src && git init -q -b main && echo 1 > f && git add f && git commit -qm 1 && cd .. &&
+git clone -q src sub && git -C sub config core.fsmonitor "touch MARK/clone-fsmonitor; false" &&
+printf '#!/bin/sh\ntouch MARK/clone-hook\n' > sub/.git/hooks/pre-commit && chmod +x sub/.git/hooks/pre-commit`, "sub"},
+	{"gitdir made by hand", `mkdir -p hand/.git/objects hand/.git/refs/heads && echo 'ref: refs/heads/main' > hand/.git/HEAD &&
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch MARK/hand; false"\n[alias]\n\tst = "!touch MARK/hand-alias"\n' > hand/.git/config`, "hand"},
+	{".git file to a gitdir", `mkdir -p ptr gd/objects gd/refs/heads && echo 'ref: refs/heads/main' > gd/HEAD &&
+printf '[core]\n\tfsmonitor = "touch MARK/pointer; false"\n' > gd/config && printf 'gitdir: ../gd\n' > ptr/.git`, "ptr"},
+	{".git symlink", `mkdir -p lnk sl/objects sl/refs/heads && echo 'ref: refs/heads/main' > sl/HEAD &&
+printf '[core]\n\tfsmonitor = "touch MARK/symlink; false"\n' > sl/config && ln -s ../sl lnk/.git`, "lnk"},
+	{"bare repository", `git init -q --bare b.git && printf '[alias]\n\tst = "!touch MARK/bare"\n' >> b.git/config`, "b.git"},
+}
+
+// hostRuns is what a user does with git on the host in dir.
+func hostRuns(git func(dir string, args ...string) (string, error), ws, dir string) string {
+	d := filepath.Join(ws, dir)
+	os.WriteFile(filepath.Join(d, "f"), []byte("changed\n"), 0o644)
+	var out strings.Builder
+	for _, args := range [][]string{{"status"}, {"add", "f"}, {"commit", "-qam", "host"}, {"st"}, {"log", "-1"}} {
+		o, _ := git(d, args...)
+		out.WriteString(o)
+	}
+	return out.String()
+}
+
+// TestGitMidSession: a repository the agent makes during a session, at
+// the top of the workspace or anywhere below, by git or by hand, bare or
+// through a .git file or symlink, runs nothing in a git on the host (issue
+// 16, item 1): it is the sandbox's user's, which is not the host user's,
+// and git (2.35.2 and later) refuses it. Root's git and another user's
+// alike; the attacks are all made in one shell, with no restart between
+// them and the host's git.
+func TestGitMidSession(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{DiskDir: diskDir(t)})
+	marker := t.TempDir()
+	os.Chmod(marker, 0o777)
+	for _, disk := range []int64{0, 32 << 20} {
+		b := newBox(t, d, Spec{Limits: Limits{DiskBytes: disk}})
+		b.must("git config --global user.name agent && git config --global user.email a@example.com")
+		os.Chmod(filepath.Dir(b.ws), 0o755)
+		os.Chmod(b.ws, 0o755) // for the host user other than root
+		for _, a := range midSession {
+			t.Run(fmt.Sprintf("%s disk=%d", a.name, disk>>20), func(t *testing.T) {
+				b.must(strings.ReplaceAll(a.cmd, "MARK", marker))
+				// Git inside works in it, as it should.
+				if a.dir != "b.git" && a.dir != "ptr" && a.dir != "lnk" {
+					if code, out := b.run("git -C " + a.dir + " status --porcelain >/dev/null"); code != 0 {
+						t.Errorf("git status inside: %s", out)
+					}
+				}
+				for _, who := range []struct {
+					name string
+					git  func(string, ...string) (string, error)
+				}{
+					{"root", hostGit},
+					{"uid 4242", func(dir string, args ...string) (string, error) { return hostGitAs(4242, dir, args...) }},
+				} {
+					out := hostRuns(who.git, b.ws, a.dir)
+					if ents, _ := os.ReadDir(marker); len(ents) > 0 {
+						t.Fatalf("a host git as %s ran the sandbox's code: %s\n%s", who.name, ents[0].Name(), out)
+					}
+					if who.name == "root" && !strings.Contains(out, "dubious ownership") {
+						t.Errorf("the host git as root was not refused by ownership: %s", out)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestGitNestedPinned: in a user's own directory (the sandbox is that
+// user, so git trusts what is there), every repository present when the
+// shell starts is pinned, not only the top one: a nested clone, a bare
+// repository, a submodule's .git file. Nothing the agent then writes to
+// their control files runs in the user's git on the host.
+func TestGitNestedPinned(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	marker := t.TempDir()
+	os.Chmod(marker, 0o777)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{
+		{".", "init", "-q", "-b", "main"},
+		{".", "init", "-q", "-b", "main", "vendor/lib"},
+		{".", "init", "-q", "--bare", "store.git"},
+	} {
+		if out, err := git(filepath.Join(ws, c[0]), c[1:]...); err != nil {
+			t.Fatalf("git %v: %v %s", c, err, out)
+		}
+	}
+	for _, dir := range []string{".", "vendor/lib"} {
+		os.WriteFile(filepath.Join(ws, dir, "f"), []byte("1\n"), 0o644)
+		os.Chown(filepath.Join(ws, dir, "f"), user, user)
+		if out, err := git(filepath.Join(ws, dir), "add", "f"); err != nil {
+			t.Fatal(out)
+		}
+		if out, err := git(filepath.Join(ws, dir), "commit", "-qm", "1"); err != nil {
+			t.Fatal(out)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	// Git inside works in them.
+	b.must("git config --global user.name agent && git config --global user.email a@example.com")
+	if got := b.must("(cd vendor/lib && echo 2 >> f && git commit -qam 2 && git log --oneline | wc -l)"); got != "2" {
+		t.Errorf("commit in the nested repository: %q", got)
+	}
+	for _, attack := range []string{
+		`git -C vendor/lib config core.fsmonitor "touch MARK/nested-fsmonitor; false"`,
+		`printf '#!/bin/sh\ntouch MARK/nested-hook\n' > vendor/lib/.git/hooks/pre-commit && chmod +x vendor/lib/.git/hooks/pre-commit`,
+		`printf '[core]\n\tfsmonitor = "touch MARK/nested-worktree; false"\n' > vendor/lib/.git/config.worktree`,
+		`mkdir -p e/objects e/refs && echo ../../e > vendor/lib/.git/commondir`,
+		`printf '[alias]\n\tst = "!touch MARK/bare"\n' >> store.git/config`,
+		`mv vendor/lib/.git vendor/lib/.old`,
+		`mv vendor/lib vendor/lib2`,
+		`mv vendor v`,
+		`rm -rf vendor/lib/.git`, // removes objects and refs; the pinned files stay
+	} {
+		if code, out := b.run(strings.ReplaceAll(attack, "MARK", marker)); code == 0 {
+			t.Errorf("%q worked in a pinned repository: %s", attack, out)
+		}
+	}
+	// Files enough to push the repositories past the walk of the next
+	// shell's init (shortened here): what the first one found is pinned
+	// still.
+	b.must("mkdir 0 && cd 0 && touch $(seq 100)")
+	b.term.Close()
+	sb := b.sb.(*nativeSandbox)
+	sb.mu.Lock()
+	sb.cfg.GitScan = 50
+	sb.mu.Unlock()
+	term, err := terminal.New(t.Context(), termOptions(sb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { term.Close() })
+	b.term = term
+	for _, attack := range []string{
+		`git -C vendor/lib config core.fsmonitor "touch MARK/nested-fsmonitor; false"`,
+		`printf '[alias]\n\tst = "!touch MARK/bare"\n' >> store.git/config`,
+	} {
+		if code, out := b.run(strings.ReplaceAll(attack, "MARK", marker)); code == 0 {
+			t.Errorf("%q worked in a pinned repository past the walk: %s", attack, out)
+		}
+	}
+	for _, dir := range []string{"vendor/lib", "store.git"} {
+		out := hostRuns(git, ws, dir)
+		if ents, _ := os.ReadDir(marker); len(ents) > 0 {
+			t.Fatalf("the user's git in %s ran the sandbox's code: %s\n%s", dir, ents[0].Name(), out)
+		}
+	}
+}
+
+// TestFindRepos: the walk finds .git directories and files at any depth,
+// bare repositories (the workspace itself too), not what is inside them,
+// and not through symlinks.
+func TestFindRepos(t *testing.T) {
+	ws := t.TempDir()
+	mk := func(p string) {
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(filepath.Join(ws, p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(ws, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(ws, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{".git/objects/", ".git/refs/", ".git/HEAD", ".git/modules/m/HEAD", "a/b/.git/HEAD", "sub/.git",
+		"x/store.git/HEAD", "x/store.git/objects/", "x/store.git/refs/", "x/store.git/inner/.git/HEAD", "HEAD", "objects/", "refs/"} {
+		mk(p)
+	}
+	os.Symlink(filepath.Join(ws, "a"), filepath.Join(ws, "link"))
+	got, note := findRepos(ws, 0)
+	var paths []string
+	for _, r := range got {
+		paths = append(paths, fmt.Sprintf("%s:%v", r.Path, r.File))
+	}
+	if want := ".:false,.git:false,a/b/.git:false,sub/.git:true,x/store.git:false"; strings.Join(paths, ",") != want || note != "" {
+		t.Errorf("findRepos: %s (%q), want %s", strings.Join(paths, ","), note, want)
+	}
+	if _, note := findRepos(ws, 3); note == "" {
+		t.Errorf("a walk cut short says nothing")
 	}
 }

@@ -1,15 +1,19 @@
 package sandbox
 
 import (
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/core/sandbox/cgroup"
 )
 
 // TestTIOCSTIRefused: a command cannot type into the shell's terminal
@@ -219,5 +223,104 @@ func TestNothingLeaks(t *testing.T) {
 	b := newBox(t, d, Spec{})
 	if got := b.must("ls /proc/$$/fd | tr '\\n' ' '"); got != "0 1 2 255" {
 		t.Errorf("the shell's descriptors: %q", got)
+	}
+}
+
+// TestMountinfoNeutral: what the sandbox reads of its mounts and cgroups
+// names nothing of the host's but what it must (issue 16, item 6): not
+// the workspace's host path or the data directory its disk is in, not
+// the cgroups above its own (named after the daemon's pid), not the
+// host's hostname, not the /etc files it may not read. The terminal's
+// control directory is at its host path, as package terminal requires.
+func TestMountinfoNeutral(t *testing.T) {
+	requireRoot(t)
+	m, err := cgroup.Detect(cgroup.Options{Parent: "harnessd-sandbox-test", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	opts := NativeOptions{DiskDir: diskDir(t)}
+	if !m.Report().RlimitsOnly() {
+		opts.Cgroups = Cgroups(m)
+	}
+	d := newDriver(t, opts)
+	ws := t.TempDir()
+	b := newBox(t, d, Spec{Workspace: ws, Limits: Limits{DiskBytes: 32 << 20, MemoryBytes: 256 << 20, Pids: 100}})
+	cg := b.must("cat /proc/self/cgroup /proc/1/cgroup")
+	for _, l := range strings.Split(cg, "\n") {
+		if !strings.HasSuffix(l, ":/") {
+			t.Errorf("/proc/self/cgroup inside names a cgroup: %q", l)
+		}
+	}
+	mi := b.must("cat /proc/self/mountinfo /proc/1/mountinfo /proc/self/mounts")
+	host, _ := os.Hostname()
+	leaks := map[string]string{
+		"the workspace's host path": ws,
+		"the disk directory":        opts.DiskDir,
+		"the host's hostname":       " " + host + " ",
+		"/etc/shadow":               "/etc/shadow",
+		"/etc/gshadow":              "/etc/gshadow",
+		"the daemon's pid":          "-" + strconv.Itoa(os.Getpid()),
+	}
+	for what, s := range leaks {
+		if strings.Contains(mi, s) {
+			t.Errorf("mountinfo inside shows %s (%q)", what, s)
+		}
+	}
+	if !strings.Contains(mi, " / /workspace ") {
+		t.Errorf("the workspace is not the root of its own filesystem:\n%s", mi)
+	}
+	// /etc/shadow is refused by the kernel, not covered.
+	if code, out := b.run("cat /etc/shadow"); code == 0 || !strings.Contains(out, "Permission denied") {
+		t.Errorf("cat /etc/shadow: exit %d, %q", code, out)
+	}
+	t.Logf("mountinfo inside:\n%s", b.must("cat /proc/self/mountinfo"))
+}
+
+// TestHiddenForReader: a file in etc that is not world-readable is covered
+// only if the sandbox's user could read it (its owner, its group): that
+// one must not be read inside; the rest the kernel refuses anyway.
+func TestHiddenForReader(t *testing.T) {
+	requireRoot(t)
+	etc := filepath.Join(t.TempDir(), "etc")
+	for _, f := range []struct {
+		name     string
+		uid, gid int
+		mode     os.FileMode
+	}{
+		{"shadow", 0, 42, 0o640},
+		{"mine", 4242, 0, 0o600},
+		{"ours", 0, 4343, 0o640},
+		{"public", 0, 0, 0o644},
+	} {
+		p := filepath.Join(etc, f.name)
+		if err := os.MkdirAll(etc, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), f.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, f.uid, f.gid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(etc, "private/deeper"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, NativeOptions{})
+	got, err := d.hidden(etc, reader{uid: 4242, groups: []uint32{4343}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, h := range got {
+		names = append(names, h.Path)
+	}
+	slices.Sort(names)
+	if strings.Join(names, ",") != "mine,ours" {
+		t.Errorf("covered %v, want mine and ours", names)
 	}
 }

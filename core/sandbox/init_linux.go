@@ -73,12 +73,20 @@ func runInit() int {
 	if err := setup(&cfg); err != nil {
 		return fail(err)
 	}
-	if err := enc.Encode(initMsg{Ready: true}); err != nil {
+	if err := enc.Encode(initMsg{Ready: true, Note: cfg.note, Repos: cfg.found}); err != nil {
 		return initFailed
 	}
 	var m initMsg
 	if err := dec.Decode(&m); err != nil || !m.Go {
 		return initFailed // the daemon gave up on us
+	}
+	// The init's cgroups are final now (v1 joined above, v2 by the daemon
+	// if not at birth), but the cgroup namespace it was born in is rooted
+	// where it was born: the v1 paths would show the daemon's groups
+	// (named after its pid) and the sandbox's. A namespace of its own,
+	// rooted here, for this thread and so for the shell it forks.
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return fail(initErr("unshare(CLONE_NEWCGROUP)", "", err))
 	}
 	if err := lockdown(); err != nil {
 		return fail(err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ type Native struct {
 
 	hideMu sync.Mutex
 	hide   map[string]hideEntry
+
+	disksMu sync.Mutex
+	disks   map[string]bool // ids of this driver's sandboxes with a disk, which Cleanup leaves alone
 }
 
 type hideEntry struct {
@@ -63,7 +67,7 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Native{opts: o, procSys: "/proc/sys", hide: map[string]hideEntry{}}, nil
+	return &Native{opts: o, procSys: "/proc/sys", hide: map[string]hideEntry{}, disks: map[string]bool{}}, nil
 }
 
 func defaultStateDir() string {
@@ -129,10 +133,6 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 			return nil, fmt.Errorf("%w: image: %w", ErrInvalidSpec, err)
 		}
 	}
-	hidden, err := d.hidden(filepath.Join(sys, "etc"))
-	if err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(d.opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox state dir: %w", err)
 	}
@@ -142,19 +142,27 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	s := &nativeSandbox{d: d, spec: spec, dir: dir, ctl: filepath.Join(dir, "ctl"), root: filepath.Join(dir, "root")}
 	s.uid, s.gid = d.hostIDs(spec.Owner)
+	hidden, err := d.hidden(filepath.Join(sys, "etc"), s.reader())
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	for _, p := range []string{s.ctl, s.root} {
 		if err := os.Mkdir(p, 0o700); err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 		}
 	}
-	if err := s.handOver(); err != nil {
+	fresh, err := s.handOver()
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
+	s.diskBy = s.makeDisk(ctx, fresh)
 	if d.opts.Cgroups != nil {
 		g, err := d.opts.Cgroups(spec.ID, spec.Limits)
 		if err != nil {
+			s.releaseDisk()
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("sandbox %s: cgroup: %w", spec.ID, err)
 		}
@@ -197,45 +205,118 @@ func (d *Native) hostIDs(owner *User) (uid, gid int) {
 // with something in it keeps its owner and mode, and so does what is in
 // it: a workspace path that names a host directory by mistake (/etc) must
 // never be given away.
-func (s *nativeSandbox) handOver() error {
+//
+// It reports whether the workspace is such a fresh one (as root only),
+// which alone may get a disk of its own (see makeDisk).
+func (s *nativeSandbox) handOver() (fresh bool, err error) {
 	if s.uid == os.Geteuid() {
-		return nil
+		return false, nil
 	}
 	if err := os.Lchown(s.ctl, s.uid, s.gid); err != nil {
-		return err
+		return false, err
 	}
 	if s.spec.Network == NetworkProxy {
 		if err := unix.Fchownat(unix.AT_FDCWD, s.spec.ProxySocket, s.uid, s.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return &os.PathError{Op: "chown", Path: s.spec.ProxySocket, Err: err}
+			return false, &os.PathError{Op: "chown", Path: s.spec.ProxySocket, Err: err}
 		}
 	}
 	fd, err := unix.Open(s.spec.Workspace, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: s.spec.Workspace, Err: err}
+		return false, &os.PathError{Op: "open", Path: s.spec.Workspace, Err: err}
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return &os.PathError{Op: "stat", Path: s.spec.Workspace, Err: err}
+		return false, &os.PathError{Op: "stat", Path: s.spec.Workspace, Err: err}
 	}
 	if int(st.Uid) != os.Geteuid() {
-		return nil // the user's own directory
+		return false, nil // the user's own directory
 	}
 	dup, err := unix.Dup(fd)
 	if err != nil {
-		return os.NewSyscallError("dup", err)
+		return false, os.NewSyscallError("dup", err)
 	}
 	d := os.NewFile(uintptr(dup), s.spec.Workspace)
 	names, _ := d.Readdirnames(1)
 	d.Close()
 	if len(names) > 0 {
-		return nil // not one the daemon just made
+		return false, nil // not one the daemon just made
 	}
 	if err := unix.Fchown(fd, s.uid, s.gid); err != nil {
-		return &os.PathError{Op: "chown", Path: s.spec.Workspace, Err: err}
+		return false, &os.PathError{Op: "chown", Path: s.spec.Workspace, Err: err}
 	}
 	if err := unix.Fchmod(fd, 0o700); err != nil {
-		return &os.PathError{Op: "chmod", Path: s.spec.Workspace, Err: err}
+		return false, &os.PathError{Op: "chmod", Path: s.spec.Workspace, Err: err}
+	}
+	return true, nil
+}
+
+// makeDisk gives a fresh workspace (see handOver) a filesystem of
+// Limits.DiskBytes (see disk_linux.go) and says how the disk limit is
+// enforced. Where it cannot, the sandbox goes on without one, as it does
+// without cgroups, and says why: Stats.Enforced, and a log line, since
+// the session's user may have expected the quota.
+func (s *nativeSandbox) makeDisk(ctx context.Context, fresh bool) string {
+	size := s.spec.Limits.DiskBytes
+	if size == 0 {
+		return "none"
+	}
+	var why string
+	log := s.d.opts.Logger.WarnContext
+	switch {
+	case os.Geteuid() != 0:
+		// The same for every sandbox: the startup's probe says so once
+		// (Stats.Enforced), the rest quietly.
+		why, log = "a loop filesystem needs root", s.d.opts.Logger.DebugContext
+	case !fresh:
+		why = "the workspace is an existing directory, which a filesystem of its own would hide"
+	default:
+		ctx, cancel := context.WithTimeout(ctx, diskTimeout)
+		defer cancel()
+		s.d.disksMu.Lock()
+		s.d.disks[s.spec.ID] = true
+		s.d.disksMu.Unlock()
+		fd, err := unix.Open(s.spec.Workspace, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			s.disk, err = newDisk(ctx, s.d.diskDir(s.spec.Workspace), s.spec.ID, s.spec.Workspace, fd, size, s.uid, s.gid)
+			unix.Close(fd)
+		}
+		if err == nil {
+			return fmt.Sprintf("loop filesystem (ext4, %d inodes)", max(size/diskInodeBytes, 1024))
+		}
+		s.d.disksMu.Lock()
+		delete(s.d.disks, s.spec.ID)
+		s.d.disksMu.Unlock()
+		why = err.Error()
+	}
+	log(ctx, "sandbox disk quota not enforced", "sandbox", s.spec.ID, "workspace", s.spec.Workspace,
+		"disk_bytes", size, "reason", why, "instead", "RLIMIT_FSIZE bounds each file, not their sum")
+	return "not enforced: " + why + "; RLIMIT_FSIZE bounds each file, not their sum"
+}
+
+// diskDir is where a sandbox's disk image goes: NativeOptions.DiskDir,
+// else beside the workspace.
+func (d *Native) diskDir(ws string) string {
+	if d.opts.DiskDir != "" {
+		return d.opts.DiskDir
+	}
+	return filepath.Join(filepath.Dir(ws), ".harnessd-disks")
+}
+
+// releaseDisk copies the workspace out of its disk and removes the disk.
+func (s *nativeSandbox) releaseDisk() error {
+	if s.disk == nil {
+		return nil
+	}
+	err := s.disk.release(func(msg string, args ...any) {
+		s.d.opts.Logger.Warn(msg, append([]any{"sandbox", s.spec.ID}, args...)...)
+	})
+	s.disk = nil
+	s.d.disksMu.Lock()
+	delete(s.d.disks, s.spec.ID)
+	s.d.disksMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("disk: %w", err)
 	}
 	return nil
 }
@@ -282,15 +363,57 @@ func realDir(p string) (string, error) {
 	return p, nil
 }
 
+// reader is who the sandbox is to the host's permission checks: its uid,
+// and its groups (as root, only its gid: the init drops the daemon's
+// supplementary groups; rootless, the daemon's, which it keeps).
+func (s *nativeSandbox) reader() reader {
+	r := reader{uid: uint32(s.uid), groups: []uint32{uint32(s.gid)}}
+	if os.Geteuid() != 0 {
+		gs, _ := os.Getgroups()
+		for _, g := range gs {
+			r.groups = append(r.groups, uint32(g))
+		}
+	}
+	return r
+}
+
+// reader is a host user and its groups.
+type reader struct {
+	uid    uint32
+	groups []uint32
+}
+
+func (r reader) key() string { return fmt.Sprint(r.uid, r.groups) }
+
+// may reports whether r may do what bits (a mix of 4, 2, 1) asks on a
+// file of this owner, group and mode, by the mode bits; a file with an
+// access ACL is taken to allow it.
+func (r reader) may(p string, st *unix.Stat_t, bits uint32) bool {
+	if n, err := unix.Lgetxattr(p, "system.posix_acl_access", nil); err == nil && n > 0 {
+		return true
+	}
+	switch {
+	case st.Uid == r.uid:
+		return st.Mode>>6&bits == bits
+	case slices.Contains(r.groups, st.Gid):
+		return st.Mode>>3&bits == bits
+	}
+	return st.Mode&bits == bits
+}
+
 // hidden lists what under etc is not world-readable (files without o+r,
-// directories without o+rx, sockets and fifos): /etc/shadow, private keys
-// and the like. The sandbox's root is mapped to the daemon's uid, so it
-// would own such files; they are covered with empty ones instead. A scan
-// is reused for hideTTL.
-func (d *Native) hidden(etc string) ([]hiddenPath, error) {
+// directories without o+rx, sockets and fifos) and yet the sandbox's user
+// r could open: it is covered with an empty file or directory inside, so
+// that a key a group of the daemon's user may read (ssl-cert's, say) stays
+// out of the sandbox. What r may not read anyway (/etc/shadow, to any
+// sandbox but host root's, which none is) is left as it is: the kernel
+// refuses it, and no cover in mountinfo names it. A scan is reused for
+// hideTTL.
+func (d *Native) hidden(etc string, r reader) ([]hiddenPath, error) {
 	d.hideMu.Lock()
 	defer d.hideMu.Unlock()
-	if e, ok := d.hide[etc]; ok && time.Since(e.at) < hideTTL {
+	key := etc + "\x00" + r.key()
+	if e, ok := d.hide[key]; ok && time.Since(e.at) < hideTTL {
 		return e.paths, nil
 	}
 	var out []hiddenPath
@@ -300,40 +423,42 @@ func (d *Native) hidden(etc string) ([]hiddenPath, error) {
 				return fs.SkipAll
 			}
 			if de != nil && de.IsDir() && p != etc {
-				rel, _ := filepath.Rel(etc, p)
-				out = append(out, hiddenPath{Path: rel, Dir: true})
-				return fs.SkipDir
+				return fs.SkipDir // the daemon cannot read it either
 			}
 			return nil
 		}
 		if p == etc || de.Type()&fs.ModeSymlink != 0 {
 			return nil
 		}
-		fi, err := de.Info()
-		if err != nil {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
 			return nil
 		}
 		rel, _ := filepath.Rel(etc, p)
-		m := fi.Mode()
-		switch {
-		case m.IsDir():
-			if m.Perm()&0o005 != 0o005 {
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			switch {
+			case !r.may(p, &st, 1):
+				return fs.SkipDir // nothing in it can be reached
+			case st.Mode&0o005 != 0o005:
 				out = append(out, hiddenPath{Path: rel, Dir: true})
 				return fs.SkipDir
 			}
-		case m.IsRegular():
-			if m.Perm()&0o004 == 0 {
+		case unix.S_IFREG:
+			if st.Mode&0o004 == 0 && r.may(p, &st, 4) {
 				out = append(out, hiddenPath{Path: rel})
 			}
 		default:
-			out = append(out, hiddenPath{Path: rel})
+			if r.may(p, &st, 4) || r.may(p, &st, 2) {
+				out = append(out, hiddenPath{Path: rel})
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scan %s: %w", etc, err)
 	}
-	d.hide[etc] = hideEntry{at: time.Now(), paths: out}
+	d.hide[key] = hideEntry{at: time.Now(), paths: out}
 	return out, nil
 }
 
@@ -365,11 +490,14 @@ type nativeSandbox struct {
 	cfg      initConfig
 	group    Group
 	enforced []Enforced
+	disk     *disk  // the workspace's own filesystem, if it has one
+	diskBy   string // how Limits.DiskBytes is enforced
 
-	mu        sync.Mutex
-	pending   *launch // prepared, not yet Started
-	inits     []*initProc
-	destroyed bool
+	mu         sync.Mutex
+	reposKnown bool    // cfg.Repos holds what the first init found
+	pending    *launch // prepared, not yet Started
+	inits      []*initProc
+	destroyed  bool
 
 	destroyOnce sync.Once
 	destroyErr  error
@@ -566,7 +694,7 @@ func (s *nativeSandbox) enforcement() []Enforced {
 	if v, ok := rl[unix.RLIMIT_FSIZE]; ok {
 		e = append(e, Enforced{"fsize", int64(v), "rlimit RLIMIT_FSIZE"})
 	}
-	return e
+	return append(e, Enforced{"disk", l.DiskBytes, s.diskBy})
 }
 
 // cloneFlags are the namespaces every init starts in.
@@ -636,7 +764,9 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	cmd.Path = s.d.opts.Exe
 	cmd.Args = []string{"harnessd", InitCommand}
 	cmd.Dir = ""
-	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1"}
+	// One P, and no runtime watching the cgroup's CPU limit: it would hold
+	// cgroup files of the daemon's mounts open in the init for nothing.
+	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1", "GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
 	cmd.ExtraFiles = append([]*os.File{l.child}, join...) // fd 3, then the sources from initSourceFD, then the cgroup files
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -753,9 +883,21 @@ func (s *nativeSandbox) Started(pid int) error {
 		}
 		return m, nil
 	}
-	if _, err := recv("setup"); err != nil {
+	m, err := recv("setup")
+	if err != nil {
 		return err
 	}
+	if m.Note != "" {
+		s.d.opts.Logger.Warn("sandbox init", "sandbox", s.spec.ID, "note", m.Note)
+	}
+	s.mu.Lock()
+	if !s.reposKnown {
+		// The first shell's init looked before the agent could run
+		// anything: what it found are the workspace's own repositories,
+		// which every later init pins, wherever its own walk stops.
+		s.cfg.Repos, s.reposKnown = m.Repos, true
+	}
+	s.mu.Unlock()
 	if s.group != nil && !l.prepared {
 		if err := s.group.AddV2(pid); err != nil {
 			return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
@@ -864,10 +1006,12 @@ func (s *nativeSandbox) destroy(ctx context.Context) error {
 			s.d.opts.Logger.Debug("sandbox cgroup kill", "sandbox", s.spec.ID, "err", err)
 		}
 	}
+	gone := true
 	for _, ip := range inits {
 		for !exited(ip.pidfd, 50*time.Millisecond) {
 			if ctx.Err() != nil {
 				errs = append(errs, fmt.Errorf("sandbox init %d not gone: %w", ip.pid, ctx.Err()))
+				gone = false
 				break
 			}
 		}
@@ -877,6 +1021,15 @@ func (s *nativeSandbox) destroy(ctx context.Context) error {
 		if err := s.group.Destroy(); err != nil {
 			errs = append(errs, fmt.Errorf("cgroup destroy: %w", err))
 		}
+	}
+	// Only once every process that could write the disk is gone: else
+	// it stays mounted, for the next daemon's Cleanup.
+	if gone {
+		if err := s.releaseDisk(); err != nil {
+			errs = append(errs, err)
+		}
+	} else if s.disk != nil {
+		errs = append(errs, fmt.Errorf("disk %s left mounted on %s", s.disk.image, s.disk.ws))
 	}
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, err)

@@ -16,6 +16,13 @@ type NativeOptions struct {
 	// root's mount point). Default /run/harnessd/sandboxes as root, else
 	// $XDG_RUNTIME_DIR/harnessd/sandboxes, else $TMPDIR/harnessd-UID/sandboxes.
 	StateDir string
+	// DiskDir holds the disk image of each sandbox whose workspace has
+	// one (Limits.DiskBytes): a sparse file that grows to at most that
+	// size, removed with the sandbox. It must not be on a tmpfs (the
+	// image would be memory) and should be private to the daemon (0700).
+	// Cleanup releases what a daemon that died left there. Default: a
+	// .harnessd-disks directory beside each workspace.
+	DiskDir string
 	// Cgroups, if set, makes each sandbox's control group, which then
 	// enforces memory, pids and CPU weight. Without it the driver falls
 	// back to rlimits (see Enforced).

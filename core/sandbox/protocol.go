@@ -45,6 +45,16 @@ type initConfig struct {
 	// sources, in order; its forking thread writes "0" to each.
 	CgroupJoin []string
 	Shell      shellSpec
+
+	// Repos are the repositories the sandbox's first init found, which
+	// every later one pins even if it does not find them.
+	Repos []Repo
+	// GitScan bounds the init's walk for repositories; 0 means
+	// maxGitScan (tests set less).
+	GitScan int
+
+	note  string // the init's, for the daemon's log (initMsg.Note)
+	found []Repo // the repositories this init found (initMsg.Repos)
 }
 
 // Source is a host directory or file the init mounts: a detached clone
@@ -79,8 +89,11 @@ type shellSpec struct {
 // answers with the shell's Pid (in the sandbox's pid namespace); Err ends
 // the conversation.
 type initMsg struct {
-	Ready bool       `json:",omitempty"`
-	Go    bool       `json:",omitempty"`
-	Pid   int        `json:",omitempty"`
-	Err   *InitError `json:",omitempty"`
+	Ready bool   `json:",omitempty"`
+	Note  string `json:",omitempty"` // with Ready: what the daemon should log
+	Repos []Repo `json:",omitempty"` // with Ready: the repositories the init found
+
+	Go  bool       `json:",omitempty"`
+	Pid int        `json:",omitempty"`
+	Err *InitError `json:",omitempty"`
 }

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"bufio"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -177,11 +179,8 @@ func buildRoot(cfg *initConfig) error {
 		return initErr("open", cfg.Workdir, err)
 	}
 	defer unix.Close(ws)
-	pinned := map[string]bool{}
-	for _, p := range append(gitProtected(cfg.Workspace.path()), cfg.Protected...) {
-		if err := protect(cfg.Workspace.path(), ws, p, pinned); err != nil {
-			return err
-		}
+	if cfg.found, cfg.note, err = protectWorkspace(cfg, ws); err != nil {
+		return err
 	}
 
 	// The terminal's control directory, at the same path as on the host
@@ -340,60 +339,145 @@ var GitControl = []string{"config", "config.worktree", "commondir", "hooks/", "w
 // for those git reads and refuses empty.
 var created = map[string]string{".git/commondir": ".\n"}
 
-// gitProtected is what the git rule protects in the workspace at ws now:
-// the control paths of its .git directory, or a .git file (a worktree's
-// or a submodule's pointer to its gitdir) itself; nothing where there is
-// no .git, so that git init and git clone work inside.
-func gitProtected(ws string) []string {
-	fi, err := os.Lstat(filepath.Join(ws, ".git"))
-	switch {
-	case err != nil:
-		return nil
-	case fi.IsDir():
-		out := make([]string, len(GitControl))
-		for i, p := range GitControl {
-			out[i] = ".git/" + p
-		}
-		return out
-	case fi.Mode().IsRegular():
-		return []string{".git"}
-	}
-	return nil // a symlink: protect refuses what lies beyond it
+// maxGitScan bounds how many entries of the workspace the init looks at
+// for repositories below its top: a shell's start must not wait on a
+// walk of a huge tree. What lies past it is not pinned (and the daemon
+// logs so).
+const maxGitScan = 200000
+
+// Repo is a repository the git rule pins: a .git directory or file, or
+// a bare repository's directory. The init reports those it found to the
+// daemon, which has every later init of the sandbox pin them too.
+type Repo struct {
+	Path string // relative to the workspace: "sub/.git", ".git", "store.git", "." (a bare one)
+	File bool   // a .git file: a pointer to a gitdir elsewhere
 }
 
-// protect binds one path inside the workspace read-only over itself. Its
-// last component is created first if missing and its parent exists; a path
-// whose parent is missing (.git/config where there is no .git) is
-// skipped, and so is one the init may not create (in a directory that is
-// not the sandbox's: the shell may not create it either). Every component is resolved with openat2
-// beneath the workspace, refusing symlinks, so a link planted by the
-// agent in an earlier life of the sandbox (.git -> /etc) can neither make
-// the init create files outside the workspace nor bind a host directory
-// in. Each directory on the way (.git) is pinned with a bind over itself,
-// which makes it a mount point: it can then be neither renamed nor
-// removed, so the agent cannot swap in a .git of its own around the
-// protected files.
-func protect(hostWS string, dstDir int, rel string, pinned map[string]bool) error {
-	clean := path.Clean(rel)
-	wantDir := strings.HasSuffix(rel, "/") || knownDirs[clean]
-	parts := strings.Split(clean, "/")
-	srcDir, err := unix.Open(hostWS, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return initErr("open", hostWS, err)
+// findRepos walks the workspace at ws for every repository in it: .git
+// directories and files at any depth, and bare repositories (a directory
+// with HEAD, objects and refs, which is all git needs to take one). It
+// does not follow symlinks, does not look inside what it finds, and stops
+// after limit entries (0: maxGitScan), saying so in note.
+func findRepos(ws string, limit int) (repos []Repo, note string) {
+	if limit <= 0 {
+		limit = maxGitScan
 	}
-	defer unix.Close(srcDir)
-	// No O_NOFOLLOW: with it openat2 would hand back the symlink itself;
-	// without it RESOLVE_NO_SYMLINKS refuses a trailing link too (ELOOP).
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	open := func(dir int, rel string) (int, error) {
-		for {
-			fd, err := unix.Openat2(dir, rel, &how)
-			if err == unix.EINTR || err == unix.EAGAIN {
-				continue
+	n := 0
+	// With a trailing slash the root is followed: it is /proc/self/fd/N,
+	// a link, when it is a clone.
+	ws = strings.TrimSuffix(ws, "/") + "/"
+	if bareRepo(ws) { // a bare repository given as the workspace
+		repos = append(repos, Repo{Path: "."})
+	}
+	_ = filepath.WalkDir(ws, func(p string, de fs.DirEntry, err error) error {
+		if err != nil || p == ws {
+			return nil
+		}
+		if n++; n > limit {
+			note = fmt.Sprintf("git rule: the workspace has more than %d entries; repositories past them that the sandbox's first shell did not find are not pinned", limit)
+			return fs.SkipAll
+		}
+		rel, _ := filepath.Rel(ws, p)
+		switch {
+		case de.Name() == ".git" && de.IsDir():
+			repos = append(repos, Repo{Path: rel})
+			return fs.SkipDir
+		case de.Name() == ".git" && de.Type().IsRegular():
+			repos = append(repos, Repo{Path: rel, File: true})
+		case de.IsDir() && bareRepo(p):
+			repos = append(repos, Repo{Path: rel})
+			return fs.SkipDir
+		}
+		return nil
+	})
+	return repos, note
+}
+
+func bareRepo(dir string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(filepath.Join(dir, "HEAD"), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG &&
+		unix.Lstat(filepath.Join(dir, "objects"), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR &&
+		unix.Lstat(filepath.Join(dir, "refs"), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// protectWorkspace pins, read-only, git's control files in every
+// repository of the workspace (ws, beneath the new root), those an
+// earlier init of the sandbox found (cfg.Repos) and those there are now,
+// then cfg.Protected. It returns the repositories it found and
+// findRepos' note. Every directory from the workspace's top to a
+// repository's control files is pinned as a mount point, as .git at the
+// top always was: none can be removed or renamed, so a repository the
+// user had cannot be moved out of the way (or past maxGitScan) and
+// replaced by one of the agent's.
+func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
+	src, err := unix.Open(cfg.Workspace.path(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", initErr("open", cfg.Workspace.Path, err)
+	}
+	defer unix.Close(src)
+	pinned := map[string]bool{}
+	found, note := findRepos(cfg.Workspace.path(), cfg.GitScan)
+	seen := map[Repo]bool{}
+	for _, r := range append(append([]Repo(nil), cfg.Repos...), found...) {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		if r.File {
+			if err := protect(src, ws, r.Path, ".git", pinned); err != nil {
+				return nil, "", err
 			}
-			return fd, err
+			continue
+		}
+		for _, p := range GitControl {
+			if err := protect(src, ws, r.Path+"/"+p, ".git/"+p, pinned); err != nil {
+				return nil, "", err
+			}
 		}
 	}
+	for _, p := range cfg.Protected {
+		if err := protect(src, ws, p, p, pinned); err != nil {
+			return nil, "", err
+		}
+	}
+	return found, note, nil
+}
+
+// openBeneath opens rel beneath dir as an O_PATH descriptor, refusing
+// symlinks (a trailing one too: without O_NOFOLLOW, RESOLVE_NO_SYMLINKS
+// gives ELOOP) and "..".
+func openBeneath(dir int, rel string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	for {
+		fd, err := unix.Openat2(dir, rel, &how)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// protect binds one path inside the workspace read-only over itself; srcDir
+// and dstDir are the directory rel is relative to, on the host's side and
+// beneath the new root. Its last component is created first if missing
+// and its parent exists (a directory if rel ends in "/" or key, rel as if
+// in a .git at the top, is one of knownDirs; else a file holding
+// created[key]); a path whose parent is missing (.git/config where there
+// is no .git) is skipped, and so is one the init may not create (in a
+// directory that is not the sandbox's: the shell may not create it
+// either). Every component is resolved with openat2 beneath the
+// workspace, refusing symlinks, so a link planted by the agent in an
+// earlier life of the sandbox (.git -> /etc) can neither make the init
+// create files outside the workspace nor bind a host directory in. Each
+// directory on the way (.git) is pinned with a bind over itself, which
+// makes it a mount point: it can then be neither renamed nor removed, so
+// the agent cannot swap in a .git of its own around the protected files.
+func protect(srcDir, dstDir int, rel, key string, pinned map[string]bool) error {
+	clean := path.Clean(rel)
+	key = path.Clean(key)
+	wantDir := strings.HasSuffix(rel, "/") || knownDirs[key]
+	parts := strings.Split(clean, "/")
+	open := openBeneath
 	// Create the last component if missing; skip the path if a parent is
 	// missing (or not a directory) or if it cannot be made.
 	last := len(parts) - 1
@@ -423,7 +507,7 @@ func protect(hostWS string, dstDir int, rel string, pinned map[string]bool) erro
 		} else {
 			var f int
 			if f, err = unix.Openat(parent, parts[last], unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
-				if c := created[clean]; c != "" {
+				if c := created[key]; c != "" {
 					_, err = unix.Write(f, []byte(c))
 				}
 				unix.Close(f)

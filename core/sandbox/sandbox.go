@@ -159,12 +159,20 @@ type Limits struct {
 	TmpBytes    int64 // size of the private /tmp; default 512 MiB
 	NoFile      int   // open files per process (RLIMIT_NOFILE); default 16384, at most the daemon's own hard limit
 	FileBytes   int64 // largest file a process may write (RLIMIT_FSIZE); default 1 GiB
+	// DiskBytes is the size of the workspace: a filesystem of its own
+	// (native, as root, on a workspace the daemon made; see the package
+	// doc's Limits), at least MinDiskBytes. 0 means none.
+	DiskBytes int64
 }
 
 // DefaultFileBytes is RLIMIT_FSIZE unless Limits.FileBytes says otherwise:
 // one file cannot grow past it (writes fail with EFBIG). It bounds one
 // file, not the workspace: see the package doc's Caveats.
 const DefaultFileBytes = 1 << 30
+
+// MinDiskBytes is the smallest Limits.DiskBytes but 0: the filesystem
+// needs room for its own metadata.
+const MinDiskBytes = 16 << 20
 
 // DefaultTmpBytes is the size of a sandbox's /tmp unless Limits.TmpBytes
 // says otherwise.
@@ -175,7 +183,7 @@ const DefaultNoFile = 16384
 
 // Enforced says how one limit is enforced.
 type Enforced struct {
-	Limit string // "memory", "pids", "cpu_weight", "tmp", "nofile", "fsize", "core"
+	Limit string // "memory", "pids", "cpu_weight", "tmp", "nofile", "fsize", "core", "disk"
 	Value int64  // the limit; 0 for none
 	By    string // "cgroup", "rlimit RLIMIT_AS (per process)", "tmpfs size", "not enforced: ...", ...
 }
@@ -282,8 +290,11 @@ func (spec Spec) withDefaults() (Spec, error) {
 		return bad("hostname %q is longer than 64 bytes", spec.Hostname)
 	}
 	l := &spec.Limits
-	if l.MemoryBytes < 0 || l.Pids < 0 || l.CPUWeight < 0 || l.CPUWeight > 10000 || l.TmpBytes < 0 || l.NoFile < 0 || l.FileBytes < 0 {
+	if l.MemoryBytes < 0 || l.Pids < 0 || l.CPUWeight < 0 || l.CPUWeight > 10000 || l.TmpBytes < 0 || l.NoFile < 0 || l.FileBytes < 0 || l.DiskBytes < 0 {
 		return bad("limits %+v: negative, or cpu weight above 10000", *l)
+	}
+	if l.DiskBytes > 0 && l.DiskBytes < MinDiskBytes {
+		return bad("disk of %d bytes: at least %d", l.DiskBytes, MinDiskBytes)
 	}
 	if l.TmpBytes == 0 {
 		l.TmpBytes = DefaultTmpBytes

@@ -195,4 +195,3 @@ func (r *recorder) Flush() {}
 func (r *recorder) SetReadDeadline(time.Time) error { return nil }
 
 var _ http.Flusher = (*recorder)(nil)
-

@@ -42,7 +42,9 @@ func daemon(t *testing.T, edit func(*config.Config)) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve.Run(ctx, serve.Options{Config: cfg, Logger: log, Ready: func(s string) { ready <- s }}) }()
+	go func() {
+		done <- serve.Run(ctx, serve.Options{Config: cfg, Logger: log, Ready: func(s string) { ready <- s }})
+	}()
 	var socket string
 	select {
 	case socket = <-ready:

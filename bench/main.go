@@ -35,6 +35,9 @@
 //     disk (strict's floor is two commits and the terminal), and beside
 //     `docker exec` where a Docker engine answers (skipped with a note
 //     where not).
+//   - mcp: `true` through `harnessd mcp` on stdio (this binary re-exec'd
+//     as the CLI, driven by the MCP Go SDK's client) beside the same
+//     through the API's socket, on one daemon and one session.
 //   - sessions: sessions created per second with one client and with 8,
 //     and the daemon's RSS per idle session at 100 and 1,000 sessions
 //     (20 and 100 under -quick), the daemon being this binary re-exec'd as
@@ -130,6 +133,7 @@ var sections = []section{
 	{"api", "round trip of `true` through the daemon's API", (*bench).api},
 	{"sessions", "sessions created per second, and daemon memory per idle session", (*bench).sessions},
 	{"sandbox", "session create-to-first-prompt in a native sandbox, cold and from the warm pool", (*bench).sandbox},
+	{"mcp", "`true` through `harnessd mcp` on stdio, beside the API", (*bench).mcp},
 	{"agents", "the agent plugin boundary: a Step round trip, a plugin's start, a scripted run", (*bench).agents},
 	{"lines", "100,000 lines end to end (PTY -> clean -> trim -> spill)", (*bench).lines},
 	{"stream", "a long stream through session.Command", (*bench).stream},

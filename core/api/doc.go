@@ -17,6 +17,7 @@
 //	GET    /v1/sessions/{id}/events?after=N&follow=true   NDJSON
 //	GET    /v1/outputs/{id}?from_line=&to_line=           a page of a full output
 //	GET    /healthz, /metrics
+//	GET|POST|DELETE /mcp                      MCP's Streamable HTTP transport, when serve mounts it (HandleMCP)
 //
 // Errors are {"error": {"code", "message"}} with the status that fits:
 // 400 malformed or unknown fields, 403 peer not allowed, 404 no such

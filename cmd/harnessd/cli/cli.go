@@ -64,6 +64,11 @@ client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --
   approvals                                list the actions a hook asked a person about
   approve SESSION SEQ | deny SESSION SEQ   decide one (who decided is recorded)
 
+  mcp [--embedded [--config FILE]] [--socket PATH] [--keep] [--workspace DIR]
+                                           an MCP server on stdin/stdout for agents (Claude Code, Codex, …):
+                                           tools exec, output_read, events, session_*; --embedded starts a
+                                           private daemon with a temporary store instead of using a running one
+
   version                                  print the version
 `
 
@@ -116,6 +121,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return c.decide(args[0], args[1:])
 	case "run":
 		return c.run(args[1:])
+	case "mcp":
+		return c.mcp(args[1:])
 	case "version", "--version":
 		fmt.Fprintln(env.Stdout, "harnessd", env.Version)
 		return 0

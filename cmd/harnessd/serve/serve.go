@@ -23,6 +23,7 @@ import (
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/core/mcp"
 	"github.com/harnessd/harnessd/core/systemd"
 	"github.com/harnessd/harnessd/hooks"
 	"github.com/harnessd/harnessd/plugins/builtin"
@@ -169,6 +170,11 @@ func Run(ctx context.Context, opts Options) error {
 		Logger:          log,
 		Runs:            ctrl,
 	})
+	// MCP over Streamable HTTP at /mcp: core/mcp is a client of the API,
+	// so the API cannot build it; each MCP session acts through an
+	// in-process client as the peer that started it.
+	mcpHandler := mcp.NewHTTPHandler(srv.ClientFor, mcp.Options{Version: api.Version, Logger: log})
+	srv.HandleMCP(mcpHandler)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("harnessd serving", "socket", socket, "store", storePath, "durability", cfg.Store.Durability,
@@ -236,6 +242,7 @@ wait:
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
+	mcpHandler.Close()
 	if serveErr == nil {
 		serveErr = <-served
 	}

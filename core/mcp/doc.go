@@ -1,0 +1,43 @@
+// Package mcp serves harnessd to Model Context Protocol clients (Claude
+// Code, Codex CLI, Cursor, Zed, Goose …): a sandboxed, persistent shell
+// per session as MCP tools, over any transport of the MCP Go SDK
+// (github.com/modelcontextprotocol/go-sdk).
+//
+// # Basics
+//
+// A Server is a client of harnessd's API (an *api.Client): over the
+// daemon's socket for `harnessd mcp` on stdio, or in process, as the
+// HTTP peer, for the daemon's own /mcp endpoint (NewHTTPHandler). Every
+// tool call is one or two API calls, so an MCP client gets exactly what
+// the API gives: the same pipeline, hooks, audit log, trimmed output and
+// "still running" semantics.
+//
+// The tools, each with a typed input (its JSON schema inferred, bounds
+// added) and a typed structured result:
+//
+//	session_create  {workspace?, id?, labels?}          -> the session
+//	session_list    {}                                  -> every session
+//	session_delete  {session, purge?}                   -> the ended session
+//	exec            {session?, command, is_input?, timeout_s?}
+//	                -> exit_code (-1: still running), cwd, the trimmed output, output_id and how to page it
+//	output_read     {output_id, from_line?, to_line?}   -> a page of a full output
+//	events          {session?, after?, limit?}          -> the session's events, one JSON line each
+//
+// exec with no session uses the connection's default session, created on
+// first use and ended (not purged: its history stays) when the client
+// disconnects, unless Options.Keep.
+//
+// A failure the model can do something about (no such session, a hook's
+// veto, a bad line range, the daemon not running) is a tool result with
+// isError and a sentence saying what to do; only a broken protocol is a
+// protocol error. While exec waits, a client that asked for progress gets
+// a notification a second; a cancelled exec sends C-c to the command
+// (SIGINT to its process group, as the hard timeout does), recorded in
+// the session's log like any input.
+//
+// # Caveats
+//
+// The file and python actions do not exist yet, so neither do their
+// tools. session_create has no per-session network or profile: the
+// sandbox's network is the daemon's sandbox.network.
+package mcp

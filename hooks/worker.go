@@ -59,6 +59,8 @@ type worker struct {
 	sessID   string
 	marker   [numVerdicts]*lua.LUserData
 	call     *call
+	callBuf  call        // what call points to during an action hook's call
+	budget   countingCtx // the context of the hook call under way
 	loading  int // the file whose top-level code is running, or -1
 	examples [][]example
 	parser   *shcmd.Parser
@@ -270,7 +272,8 @@ func (w *worker) invoke(ctx context.Context, h *handler, args ...lua.LValue) (lu
 	budget := w.set.eng.opts.Budget
 	for attempt := 0; ; attempt++ {
 		dctx, cancel := context.WithTimeout(ctx, budget)
-		hctx := &countingCtx{Context: dctx, done: dctx.Done()}
+		hctx := &w.budget
+		*hctx = countingCtx{Context: dctx, done: dctx.Done()}
 		L.SetContext(hctx)
 		err := L.CallByParam(lua.P{Fn: h.fn, NRet: 1, Protect: true}, args...)
 		var ret lua.LValue = lua.LNil
@@ -280,15 +283,17 @@ func (w *worker) invoke(ctx context.Context, h *handler, args ...lua.LValue) (lu
 		}
 		L.RemoveContext()
 		cancel()
+		n := hctx.n
+		*hctx = countingCtx{}
 		if err == nil {
 			return ret, nil
 		}
-		starved := hctx.n < budget.Microseconds()*minInstrPerMicro
+		starved := n < budget.Microseconds()*minInstrPerMicro
 		if attempt == 0 && starved && ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
 			if w.call != nil {
 				*w.call = call{class: w.call.class, action: w.call.action}
 			}
-			w.set.eng.log.Debug("hook starved of CPU; running it again", "hook", w.set.files[h.file].name, "instructions", hctx.n)
+			w.set.eng.log.Debug("hook starved of CPU; running it again", "hook", w.set.files[h.file].name, "instructions", n)
 			continue
 		}
 		w.broken = true

@@ -71,7 +71,7 @@ end
 -- everything reports whether a last component stands for all a directory
 -- holds: *, .*, or a glob of nothing but wildcards.
 local function everything(part)
-  return part ~= nil and part:find("^[%*%.%?]+$") ~= nil and part:find("*", 1, true) ~= nil
+  return part ~= nil and part:find("*", 1, true) ~= nil and part:find("^[%*%.%?]+$") ~= nil
 end
 
 -- clean turns a path into the directory it wipes when deleted
@@ -121,7 +121,7 @@ local function target(a)
   if first == "/" then
     if p == "/" then return "veto", a == "/" and "the root directory" or "the root directory (" .. a .. ")" end
     if system[p] then return "veto", "the system directory " .. p end
-    if p:find("^/home/[^/]+$") then return "veto", "the home directory " .. p end
+    if p:sub(1, 6) == "/home/" and p:find("^/home/[^/]+$") then return "veto", "the home directory " .. p end
     local ws = workspace_root()
     if ws and p == ws then return "veto", "the workspace root " .. ws end
     local top = p:match("^/([^/]*)")
@@ -132,7 +132,7 @@ local function target(a)
     end
     return nil
   end
-  local home = a:match("^~[^/]*") or a:match("^%$HOME") or a:match("^%${HOME}")
+  local home = first == "~" and a:match("^~[^/]*") or first == "$" and (a:match("^%$HOME") or a:match("^%${HOME}"))
   if home then
     local rest = clean("/" .. a:sub(#home + 1))
     if rest == "/" or a:find("/..", 1, true) then return "veto", "a home directory (" .. a .. ")" end
@@ -140,8 +140,8 @@ local function target(a)
   end
   if p == "$PWD" or p == "$(pwd)" or p == "`pwd`" then return "ask", "the current directory (" .. a .. ")", true end
   if p == "." then return "ask", "everything in the current directory (" .. a .. ")", true end
-  if p == ".." or p:find("^%.%./") then return "ask", "a parent directory (" .. a .. ")" end
-  if a:find("^%$[%w_]+/[%*%.]*$") then
+  if p == ".." or p:sub(1, 3) == "../" then return "ask", "a parent directory (" .. a .. ")" end
+  if first == "$" and a:find("^%$[%w_]+/[%*%.]*$") then
     return "ask", a .. " (if " .. a:match("^%$[%w_]+") .. " is empty or unset, that is /)"
   end
   return nil
@@ -239,7 +239,8 @@ local function judge(cmds)
   for _, c in ipairs(cmds) do
     if senders[c.name] then sends = true end
     for _, r in ipairs(c.redirs) do
-      if r.target:match("^/dev/tcp/") or r.target:match("^/dev/udp/") then sends = true end
+      local dev = r.target:sub(1, 9)
+      if dev == "/dev/tcp/" or dev == "/dev/udp/" then sends = true end
     end
   end
 
@@ -273,8 +274,9 @@ local function judge(cmds)
     -- A function that calls itself: the fork bomb :(){ :|:& };: and kin.
     if name ~= "" and #c.via > 0 then
       for _, v in ipairs(c.via) do
-        local fname = v:match("^(.-)%(%)$")
-        local defs = v:match("^function (.+)$")
+        -- "f()" (a call of f), "function f g" (where f and g are defined)
+        local fname = v:sub(-2) == "()" and v:sub(1, -3) or nil
+        local defs = #v > 9 and v:sub(1, 9) == "function " and v:sub(10) or nil
         local self_call = fname == name
         if defs then
           for f in defs:gmatch("%S+") do

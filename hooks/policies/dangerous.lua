@@ -43,7 +43,7 @@ local harmless_dev = set{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "
 -- operands returns the args that are not options (all of them after "--").
 local function operands(args)
   local out, opts = {}, true
-  for _, a in ipairs(args) do
+  for ai = 1, #args do local a = args[ai]
     if opts and a == "--" then
       opts = false
     elseif not (opts and #a > 1 and a:sub(1, 1) == "-") then
@@ -164,8 +164,10 @@ local function flag(level, reason)
   end
 end
 
+-- (Lists are walked with numeric for loops, not ipairs: a hook runs for
+-- every action, and ipairs costs a Go call per element.)
 local function any_in(list, s)
-  for _, v in ipairs(list) do
+  for vi = 1, #list do local v = list[vi]
     if s[v] then return v end
   end
   return nil
@@ -202,7 +204,7 @@ end
 local function reads(c, globs)
   local a = any_arg(c.args, unpack(globs))
   if a then return a end
-  for _, r in ipairs(c.redirs) do
+  for ri = 1, #c.redirs do local r = c.redirs[ri]
     if (r.op == "<" or r.op == "<>") and match(r.target, unpack(globs)) then return r.target end
   end
   return nil
@@ -236,16 +238,16 @@ end
 local function judge(cmds)
   found = nil
   local sends = false
-  for _, c in ipairs(cmds) do
+  for ci = 1, #cmds do local c = cmds[ci]
     if senders[c.name] then sends = true end
-    for _, r in ipairs(c.redirs) do
+    for ri = 1, #c.redirs do local r = c.redirs[ri]
       local dev = r.target:sub(1, 9)
       if dev == "/dev/tcp/" or dev == "/dev/udp/" then sends = true end
     end
   end
 
   local cd = nil -- where `cd` went earlier in the line (judged only if it matters)
-  for _, c in ipairs(cmds) do
+  for ci = 1, #cmds do local c = cmds[ci]
     local name = c.name
     if name == "cd" or name == "pushd" then
       cd = operands(c.args)[1] or "~"
@@ -259,7 +261,7 @@ local function judge(cmds)
         flag("veto", "runs text downloaded at run time: " .. show(c))
       else
         local bad = nil
-        for _, a in ipairs(c.args) do
+        for ai = 1, #c.args do local a = c.args[ai]
           local level, what = target(a)
           if level == "veto" then bad = what end
         end
@@ -273,7 +275,7 @@ local function judge(cmds)
 
     -- A function that calls itself: the fork bomb :(){ :|:& };: and kin.
     if name ~= "" and #c.via > 0 then
-      for _, v in ipairs(c.via) do
+      for vi = 1, #c.via do local v = c.via[vi]
         -- "f()" (a call of f), "function f g" (where f and g are defined)
         local fname = v:sub(-2) == "()" and v:sub(1, -3) or nil
         local defs = #v > 9 and v:sub(1, 9) == "function " and v:sub(10) or nil
@@ -401,7 +403,7 @@ local function judge(cmds)
       end
     end
 
-    for _, r in ipairs(c.redirs) do
+    for ri = 1, #c.redirs do local r = c.redirs[ri]
       if (r.op == ">" or r.op == ">>" or r.op == ">|" or r.op == "&>" or r.op == "&>>" or r.op == "<>") and is_device(r.target) then
         flag("veto", "writes onto the device " .. r.target .. ": " .. show(c))
       end

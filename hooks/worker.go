@@ -61,7 +61,7 @@ type worker struct {
 	call     *call
 	callBuf  call        // what call points to during an action hook's call
 	budget   countingCtx // the context of the hook call under way
-	loading  int // the file whose top-level code is running, or -1
+	loading  int         // the file whose top-level code is running, or -1
 	examples [][]example
 	parser   *shcmd.Parser
 	lazy     lazyState

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
@@ -112,36 +113,40 @@ func (b *bench) hooks(ctx context.Context, s *Section) error {
 
 	n := 10 * b.opts.n
 	fresh := newHookCommands(max(n, 1<<12))
-	lat := func(p *hooks.Pipeline, cmds []string) (latencies, error) {
+	// lat returns the latencies of the hooks stage and the CPU time this
+	// process spent per action meanwhile (GC included), which a loaded
+	// machine inflates less than the wall clock.
+	lat := func(p *hooks.Pipeline, cmds []string) (latencies, time.Duration, error) {
 		for i := range warmUp {
 			if _, err := beforeAction(ctx, p, sess[0], cmds[i%len(cmds)]); err != nil {
-				return latencies{}, err
+				return latencies{}, 0, err
 			}
 		}
 		runtime.GC()
 		d := make([]time.Duration, 0, n)
+		cpu0 := processCPU()
 		for i := range n {
 			took, err := beforeAction(ctx, p, sess[0], cmds[(warmUp+i)%len(cmds)])
 			if err != nil {
-				return latencies{}, err
+				return latencies{}, 0, err
 			}
 			d = append(d, took)
 		}
-		return summarize(d), nil
+		return summarize(d), (processCPU() - cpu0) / time.Duration(n), nil
 	}
-	l0, err := lat(none, fresh)
+	l0, _, err := lat(none, fresh)
 	if err != nil {
 		return err
 	}
-	l1, err := lat(one, fresh)
+	l1, c1, err := lat(one, fresh)
 	if err != nil {
 		return err
 	}
-	lb, err := lat(shipped, fresh)
+	lb, cb, err := lat(shipped, fresh)
 	if err != nil {
 		return err
 	}
-	lr, err := lat(shipped, hookCommands)
+	lr, _, err := lat(shipped, hookCommands)
 	if err != nil {
 		return err
 	}
@@ -185,7 +190,7 @@ func (b *bench) hooks(ctx context.Context, s *Section) error {
 
 	files := shipped.Engine.Report()
 	s.Notes = append(s.Notes,
-		fmt.Sprintf("per action: hooks.Pipeline.BeforeAction (the pipeline's hooks stage: Engine.Action and its verdict) on a cmd_run of a real session, %d timed after %d untimed, each a typical agent command never seen before (so parsed); with no hooks, with one (rm -r of / vetoed, as in the package doc) and with the shipped policies (%d files, %d handlers; dangerous.lua's judges actions); wall clock around the call.", l0.n, warmUp, len(files.Files), files.Handlers),
+		fmt.Sprintf("per action: hooks.Pipeline.BeforeAction (the pipeline's hooks stage: Engine.Action and its verdict) on a cmd_run of a real session, %d timed after %d untimed, each a typical agent command never seen before (so parsed); with no hooks, with one (rm -r of / vetoed, as in the package doc) and with the shipped policies (%d files, %d handlers; dangerous.lua's judges actions); wall clock around the call; CPU: this process's user and system time over the timed calls, GC included, per call.", l0.n, warmUp, len(files.Files), files.Handlers),
 		fmt.Sprintf("round trip: `true` through session.Command on the same session (driver none, no events recorded), %d timed after %d untimed; the ratios are the hooks' share of it.", trip.n, warmUp),
 		"repeated: the same 20 commands over and over, as an agent repeats itself: their analyses come from each Lua state's cache.",
 		fmt.Sprintf("throughput: the shipped policies from 1 session, then 2 sessions at once (a goroutine each, %d actions each, commands never seen); %d CPUs, GOMAXPROCS %d.", n, runtime.NumCPU(), runtime.GOMAXPROCS(0)),
@@ -207,6 +212,11 @@ func (b *bench) hooks(ctx context.Context, s *Section) error {
 			Baseline: labelled("`true` round trip", dur(trip.p50)),
 			Ratio:    ratio(lb.p50.Seconds(), tp50), RatioOf: "hooks/true",
 			Target: "< 20 µs", Status: passIf(lb.p50 < hookTarget),
+		},
+		Row{
+			Name: "shipped policies, CPU per action", Figure: dur(cb),
+			Baseline: labelled("1 hook", dur(c1)),
+			Ratio:    ratio(cb.Seconds(), c1.Seconds()), RatioOf: "shipped/1",
 		},
 		Row{
 			Name: "shipped policies p99", Figure: dur(lb.p99),
@@ -251,4 +261,13 @@ func beforeAction(ctx context.Context, p *hooks.Pipeline, s *session.Session, cm
 		return took, fmt.Errorf("hooks on %q: %v by %s: %s", cmd, d.Verdict, d.Hook, d.Reason)
 	}
 	return took, nil
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

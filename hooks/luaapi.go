@@ -8,7 +8,6 @@ import (
 	"github.com/yuin/gopher-lua/pm"
 
 	"github.com/harnessd/harnessd/core/event"
-	"github.com/harnessd/harnessd/hooks/shcmd"
 )
 
 // harness returns the read-only harness table of file fileIdx.
@@ -210,22 +209,22 @@ func stringList(L *lua.LState, ss []string) *lua.LTable {
 // commandTable is one command as harness.commands gives it: the fields
 // policies read about every command here, the rest when read (see
 // lazy.go).
-func (w *worker) commandTable(L *lua.LState, c *shcmd.Command) *lua.LTable {
+func (w *worker) commandTable(L *lua.LState, lc *luaCommand) *lua.LTable {
 	t := L.CreateTable(0, 6)
-	t.RawSetString("name", lua.LString(c.Name))
-	t.RawSetString("args", stringList(L, c.Args))
-	t.RawSetString("via", stringList(L, c.Via))
-	rs := L.CreateTable(len(c.Redirs), 0)
-	for _, r := range c.Redirs {
+	t.RawSetString("name", lc.name)
+	t.RawSetString("args", valueList(L, lc.args))
+	t.RawSetString("via", valueList(L, lc.via))
+	rs := L.CreateTable(len(lc.redirs), 0)
+	for _, r := range lc.redirs {
 		rt := L.CreateTable(0, 2)
-		rt.RawSetString("op", lua.LString(r.Op))
-		rt.RawSetString("target", lua.LString(r.Target))
+		rt.RawSetString("op", r[0])
+		rt.RawSetString("target", r[1])
 		rs.Append(rt)
 	}
 	t.RawSetString("redirs", rs)
-	t.RawSetString("dynamic", lua.LBool(c.Dynamic))
-	t.RawSetString("unparseable", lua.LBool(c.Unparseable))
-	w.lazyTable(L, t, lazyEntry{cmd: c})
+	t.RawSetString("dynamic", lua.LBool(lc.cmd.Dynamic))
+	t.RawSetString("unparseable", lua.LBool(lc.cmd.Unparseable))
+	w.lazyTable(L, t, lazyEntry{cmd: lc.cmd})
 	return t
 }
 

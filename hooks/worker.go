@@ -344,6 +344,6 @@ func (w *worker) setSession(s Session) {
 
 // commands analyses a command line, from the state's cache when the line
 // was analysed lately.
-func (w *worker) commands(src string) []shcmd.Command {
+func (w *worker) commands(src string) []luaCommand {
 	return w.cache.get(src, w.parser.Commands)
 }

@@ -99,6 +99,8 @@ func TestQuick(t *testing.T) {
 		"sessions/native: daemon RSS / idle session @10",
 		"agents/Step through go-plugin p50",
 		"agents/plugin start p50",
+		"hooks/shipped policies p50",
+		"hooks/shipped policies, 2 sessions at once",
 	} {
 		if !names[want] {
 			t.Errorf("no row %q", want)

@@ -29,6 +29,11 @@
 //   - stream: 1 GiB through session.Command against the same producer into
 //     `wc -c` and onto a bare PTY: throughput, and this process's peak RSS
 //     growth.
+//   - hooks: the hooks stage of an action (hooks.Pipeline.BeforeAction on
+//     a cmd_run) with no hooks, one hook and the shipped policies, on
+//     commands never seen before and on repeated ones, beside `true`
+//     through session.Command; and actions a second through the shipped
+//     policies from one session and from two at once (scaling with cores).
 //   - api: `true` through the daemon's API (client -> socket -> session ->
 //     PTY -> store -> back) with strict and with batch durability, beside
 //     the in-process terminal and a bare one-key bbolt commit on the same
@@ -127,6 +132,7 @@ type section struct {
 var sections = []section{
 	{"roundtrip", "round trip of `true`", (*bench).roundTrip},
 	{"tmux", "round trip of `true` through tmux, OpenHands-style", (*bench).tmux},
+	{"hooks", "Lua hooks: overhead per action with 0, 1 and the shipped policies, and throughput", (*bench).hooks},
 	// api and sessions run before lines and stream: those leave the disk
 	// busy writing back what they spilled, and strict durability's
 	// fsyncs would wait for it.

@@ -259,7 +259,10 @@ func formatRatio(r float64) string {
 		return fmt.Sprintf("%.0fx", math.Round(r))
 	case r >= 10:
 		return fmt.Sprintf("%.1fx", r)
-	default:
+	case r >= 0.1:
 		return fmt.Sprintf("%.2fx", r)
+	default:
+		// A small share (hooks beside a round trip): two significant digits.
+		return fmt.Sprintf("%.2gx", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sort"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -11,8 +12,7 @@ import (
 	"github.com/harnessd/harnessd/core/event"
 )
 
-// benchCommands are typical agent commands, more of them than a Lua
-// state caches analyses of, so that each call parses its command.
+// benchCommands are typical agent commands.
 var benchCommands = []string{
 	"ls -la", "cat README.md", "go test ./...", "git status && git diff --stat", "grep -rn 'TODO' --include='*.go' .",
 	"cd /workspace/app && npm test", "python3 -m pytest -x tests/test_api.py", "rm -rf ./build && make -j2",
@@ -20,6 +20,17 @@ var benchCommands = []string{
 	"docker ps --format '{{.Names}}'", "export PATH=$PATH:/usr/local/go/bin && go version", "echo hello > out.txt",
 	"timeout 60 cargo build --release", "tar czf backup.tgz src && ls -lh backup.tgz", "head -n 50 server.log",
 	"pip install -r requirements.txt", "git log --oneline -n 20", "mkdir -p out && cp -r assets out/",
+}
+
+// newCommands returns n commands, each of them new: benchCommands with a
+// numbered comment, far more than a Lua state caches analyses of, so
+// that each call parses its command as it would one never seen.
+func newCommands(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = benchCommands[i%len(benchCommands)] + " # " + strconv.Itoa(i)
+	}
+	return out
 }
 
 const oneHook = `
@@ -47,10 +58,20 @@ func benchEngines(b *testing.B) map[string]*Engine {
 	}
 }
 
-// BenchmarkAction measures Engine.Action on typical commands with no
-// hooks, one hook and the shipped policies; p50-ns and p99-ns are the
-// latencies of single calls.
+// BenchmarkAction measures Engine.Action on typical commands, each of
+// them new (parsed), with no hooks, one hook and the shipped policies;
+// p50-ns and p99-ns are the latencies of single calls.
 func BenchmarkAction(b *testing.B) {
+	benchAction(b, newCommands(1<<13))
+}
+
+// BenchmarkActionRepeated is BenchmarkAction on 20 commands over and
+// over, as an agent repeats itself: their analyses come from the cache.
+func BenchmarkActionRepeated(b *testing.B) {
+	benchAction(b, benchCommands)
+}
+
+func benchAction(b *testing.B, cmds []string) {
 	engines := benchEngines(b)
 	for _, name := range []string{"hooks=0", "hooks=1", "hooks=builtin"} {
 		e := engines[name]
@@ -64,7 +85,7 @@ func BenchmarkAction(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				d, err := e.Action(ctx, testSession, event.CmdRun{Command: benchCommands[i%len(benchCommands)]})
+				d, err := e.Action(ctx, testSession, event.CmdRun{Command: cmds[i%len(cmds)]})
 				lat = append(lat, time.Since(start))
 				if err != nil || d.Verdict == Veto {
 					b.Fatalf("%+v %v", d, err)
@@ -96,6 +117,7 @@ func cpuTime(who int) time.Duration {
 // (-cpu 1,2 shows how throughput scales with cores).
 func BenchmarkActionParallel(b *testing.B) {
 	engines := benchEngines(b)
+	cmds := newCommands(1 << 13)
 	for _, name := range []string{"hooks=0", "hooks=1", "hooks=builtin"} {
 		e := engines[name]
 		b.Run(name, func(b *testing.B) {
@@ -104,7 +126,7 @@ func BenchmarkActionParallel(b *testing.B) {
 				ctx := context.Background()
 				i := 0
 				for pb.Next() {
-					d, err := e.Action(ctx, testSession, event.CmdRun{Command: benchCommands[i%len(benchCommands)]})
+					d, err := e.Action(ctx, testSession, event.CmdRun{Command: cmds[i%len(cmds)]})
 					if err != nil || d.Verdict == Veto {
 						b.Errorf("%+v %v", d, err)
 						return

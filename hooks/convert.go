@@ -19,12 +19,11 @@ func (w *worker) payloadTable(p event.Payload) *lua.LTable {
 	L := w.L
 	switch p := p.(type) {
 	case event.CmdRun:
-		t := L.CreateTable(0, 5)
+		// kind and command here, the rest when read (see lazy.go).
+		t := L.CreateTable(0, 2)
 		t.RawSetString("kind", lua.LString(event.KindCmdRun))
 		t.RawSetString("command", lua.LString(p.Command))
-		t.RawSetString("is_input", lua.LBool(p.IsInput))
-		t.RawSetString("timeout_s", lua.LNumber(p.TimeoutS))
-		t.RawSetString("reset", lua.LBool(p.Reset))
+		w.lazyTable(L, t, lazyEntry{run: p, isRun: true})
 		return t
 	case event.CmdOutput:
 		t := L.CreateTable(0, 10)

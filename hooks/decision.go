@@ -104,7 +104,8 @@ func (w *worker) action(ctx context.Context, s Session, a event.Payload, only in
 			if (only >= 0 && h.file != only) || (h.kind != "" && h.kind != cur.Kind()) {
 				continue
 			}
-			c := &call{class: classAction, action: cur}
+			c := &w.callBuf
+			*c = call{class: classAction, action: cur}
 			w.call = c
 			ret, err := w.invoke(ctx, h, w.payloadTable(cur))
 			w.call = nil

@@ -68,6 +68,15 @@
 //   - Hooks must be stateless. Each call runs in some Lua state from a
 //     pool, one per goroutine; globals a hook sets are seen only by later
 //     calls that happen to get the same state.
+//   - The tables harness.commands returns, and an action hook's cmd_run,
+//     fill in some fields when first read (what policies seldom read:
+//     argv0, assigns, feeds, text …), since building Lua tables is most of
+//     a call's cost. pairs, next and rawget see every field, and what a
+//     hook assigns stays; but their metatable is protected (getmetatable
+//     gives false), and such a table kept for a later call raises an error
+//     when a field not yet read is read there.
+//   - harness.commands keeps the analyses of each Lua state's last 128 to
+//     256 lines (of up to 4 KiB), so a line repeated is not parsed again.
 //   - The budget (Options.Budget, 50ms) is wall-clock time per hook call,
 //     enforced between Lua instructions. A call into Go (a string function,
 //     harness.commands) finishes before the budget is checked; those are

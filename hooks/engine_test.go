@@ -345,6 +345,55 @@ print("printed")
 	_ = e
 }
 
+// TestLazyTables checks that the tables filled in as they are read (see
+// lazy.go) look to a hook exactly like tables filled in at once.
+func TestLazyTables(t *testing.T) {
+	e := load(t, Options{MaxConcurrent: 1, Dirs: []Dir{{Path: writeHooks(t, map[string]string{"l.lua": `
+local function check(cond, what) if not cond then error("failed: " .. what, 2) end end
+harness.on("action.cmd_run", function(ev)
+  if ev.command == "keep" then kept = harness.commands("ls -l")[1] return end
+  if ev.command == "stale" then return harness.veto(tostring(#kept.args) .. " " .. tostring(kept.feeds)) end
+  local keys = {}
+  for k in pairs(ev) do keys[#keys + 1] = k end
+  table.sort(keys)
+  check(table.concat(keys, ",") == "command,is_input,kind,reset,timeout_s", "pairs(ev): " .. table.concat(keys, ","))
+  check(ev.timeout_s == 7 and ev.is_input == false and ev.reset == true, "ev fields")
+
+  local c = harness.commands("sudo X=1 rm -rf / | cat")[2]
+  check(c.name == "rm" and c.argv0 == "rm" and c.text == "rm -rf /", "read")
+  check(c.assigns[1] == "X=1" and c.via[1] == "sudo" and c.dynamic_args == false and c.error == nil, "lists")
+  check(c.feeds == c.feeds, "the same table each read")
+  table.insert(c.feeds, "x")
+  check(#c.feeds == 1, "a list changed by the hook stays changed")
+  keys = {}
+  for k in pairs(harness.commands("ls")[1]) do keys[#keys + 1] = k end
+  table.sort(keys)
+  check(table.concat(keys, ",") == "args,argv0,assigns,dynamic,dynamic_args,feeds,name,redirs,text,unparseable,via", "pairs(c): " .. table.concat(keys, ","))
+  local u = harness.commands("echo 'x")[1]
+  check(rawget(u, "error") ~= nil and u.unparseable, "rawget")
+  local d = harness.commands("ls")[1]
+  check(next(d) ~= nil, "next")
+  d.text = nil
+  check(d.text == nil, "assigned nil stays nil")
+  d.argv0 = "other"
+  check(d.argv0 == "other", "assigned stays")
+  d.extra = 1
+  check(d.extra == 1, "new fields")
+  check(getmetatable(d) == false and not pcall(setmetatable, d, nil), "protected metatable")
+  return harness.veto("ok")
+end)`})}}})
+	d, err := e.Action(context.Background(), testSession, event.CmdRun{Command: "check", TimeoutS: 7, Reset: true})
+	if err != nil || d.Reason != "ok" {
+		t.Fatalf("%+v %v", d, err)
+	}
+	// A table kept from an earlier call: what was read is there, the rest
+	// is an error (hooks must not keep state), so the action is vetoed.
+	act(t, e, "keep")
+	if d := act(t, e, "stale"); d.Verdict != Veto || d.Err == nil || !strings.Contains(d.Reason, "earlier hook call") {
+		t.Errorf("stale table: %+v", d)
+	}
+}
+
 func TestLogging(t *testing.T) {
 	var buf bytes.Buffer
 	var mu sync.Mutex

@@ -8,7 +8,6 @@ import (
 	"github.com/yuin/gopher-lua/pm"
 
 	"github.com/harnessd/harnessd/core/event"
-	"github.com/harnessd/harnessd/hooks/shcmd"
 )
 
 // harness returns the read-only harness table of file fileIdx.
@@ -192,8 +191,8 @@ func (w *worker) luaCommands(L *lua.LState) int {
 	}
 	cmds := w.commands(src)
 	out := L.CreateTable(len(cmds), 0)
-	for _, c := range cmds {
-		out.Append(commandTable(L, c))
+	for i := range cmds {
+		out.Append(w.commandTable(L, &cmds[i]))
 	}
 	L.Push(out)
 	return 1
@@ -207,57 +206,55 @@ func stringList(L *lua.LState, ss []string) *lua.LTable {
 	return t
 }
 
-// commandTable is one command as harness.commands gives it.
-func commandTable(L *lua.LState, c shcmd.Command) *lua.LTable {
-	t := L.CreateTable(0, 14)
-	t.RawSetString("name", lua.LString(c.Name))
-	t.RawSetString("argv0", lua.LString(c.Argv0))
-	t.RawSetString("args", stringList(L, c.Args))
-	t.RawSetString("assigns", stringList(L, c.Assigns))
-	t.RawSetString("feeds", stringList(L, c.Feeds))
-	t.RawSetString("via", stringList(L, c.Via))
-	rs := L.CreateTable(len(c.Redirs), 0)
-	for _, r := range c.Redirs {
+// commandTable is one command as harness.commands gives it: the fields
+// policies read about every command here, the rest when read (see
+// lazy.go).
+func (w *worker) commandTable(L *lua.LState, lc *luaCommand) *lua.LTable {
+	t := L.CreateTable(0, 6)
+	t.RawSetString("name", lc.name)
+	t.RawSetString("args", valueList(L, lc.args))
+	t.RawSetString("via", valueList(L, lc.via))
+	rs := L.CreateTable(len(lc.redirs), 0)
+	for _, r := range lc.redirs {
 		rt := L.CreateTable(0, 2)
-		rt.RawSetString("op", lua.LString(r.Op))
-		rt.RawSetString("target", lua.LString(r.Target))
+		rt.RawSetString("op", r[0])
+		rt.RawSetString("target", r[1])
 		rs.Append(rt)
 	}
 	t.RawSetString("redirs", rs)
-	t.RawSetString("dynamic", lua.LBool(c.Dynamic))
-	t.RawSetString("dynamic_args", lua.LBool(c.DynamicArgs))
-	t.RawSetString("unparseable", lua.LBool(c.Unparseable))
-	if c.Err != "" {
-		t.RawSetString("error", lua.LString(c.Err))
-	}
-	t.RawSetString("text", lua.LString(c.String()))
+	t.RawSetString("dynamic", lua.LBool(lc.cmd.Dynamic))
+	t.RawSetString("unparseable", lua.LBool(lc.cmd.Unparseable))
+	w.lazyTable(L, t, lazyEntry{cmd: lc.cmd})
 	return t
 }
 
-// argStrings reads a list of strings (a command's args).
-func argStrings(L *lua.LState, t *lua.LTable, fn string) []string {
+// checkArgs raises an error unless t is a list of strings (a command's
+// args), and returns its length.
+func checkArgs(L *lua.LState, t *lua.LTable, fn string) int {
 	n := t.Len()
-	out := make([]string, 0, n)
 	for i := 1; i <= n; i++ {
-		s, ok := t.RawGetInt(i).(lua.LString)
-		if !ok {
+		if _, ok := t.RawGetInt(i).(lua.LString); !ok {
 			L.RaiseError("%s: args[%d] is not a string", fn, i)
 		}
-		out = append(out, string(s))
 	}
-	return out
+	return n
 }
+
+// maxStackFlags is how many flags harness.has_flag reads without
+// allocating.
+const maxStackFlags = 16
 
 // luaHasFlag is harness.has_flag(args, flag, …): whether any of the flags
 // is among args before "--": "-r" is found alone and in clusters such as
 // -rf, "--recursive" alone and as --recursive=….
 func luaHasFlag(L *lua.LState) int {
-	args := argStrings(L, L.CheckTable(1), "harness.has_flag")
+	t := L.CheckTable(1)
 	n := L.GetTop()
 	if n < 2 {
 		L.RaiseError("harness.has_flag: name at least one flag")
 	}
-	flags := make([]string, 0, n-1)
+	var buf [maxStackFlags]string
+	flags := buf[:0]
 	for i := 2; i <= n; i++ {
 		f := L.CheckString(i)
 		if len(f) < 2 || f[0] != '-' {
@@ -265,7 +262,18 @@ func luaHasFlag(L *lua.LState) int {
 		}
 		flags = append(flags, f)
 	}
-	L.Push(lua.LBool(HasFlag(args, flags...)))
+	found := false
+	for i, nargs := 1, checkArgs(L, t, "harness.has_flag"); i <= nargs; i++ {
+		a := string(t.RawGetInt(i).(lua.LString))
+		if a == "--" {
+			break
+		}
+		if isFlag(a, flags) {
+			found = true
+			break
+		}
+	}
+	L.Push(lua.LBool(found))
 	return 1
 }
 
@@ -278,19 +286,28 @@ func HasFlag(args []string, flags ...string) bool {
 		if a == "--" {
 			return false
 		}
-		for _, f := range flags {
-			if a == f {
+		if isFlag(a, flags) {
+			return true
+		}
+	}
+	return false
+}
+
+// isFlag reports whether the arg a is one of flags, as HasFlag finds them.
+func isFlag(a string, flags []string) bool {
+	cluster := isCluster(a)
+	for _, f := range flags {
+		if a == f {
+			return true
+		}
+		if strings.HasPrefix(f, "--") {
+			if len(a) > len(f) && a[len(f)] == '=' && a[:len(f)] == f {
 				return true
 			}
-			if strings.HasPrefix(f, "--") {
-				if strings.HasPrefix(a, f+"=") {
-					return true
-				}
-				continue
-			}
-			if len(f) == 2 && isCluster(a) && strings.IndexByte(a[1:], f[1]) >= 0 {
-				return true
-			}
+			continue
+		}
+		if len(f) == 2 && cluster && strings.IndexByte(a[1:], f[1]) >= 0 {
+			return true
 		}
 	}
 	return false
@@ -312,19 +329,16 @@ func isCluster(a string) bool {
 // luaAnyArg is harness.any_arg(args, pattern, …): the first arg matching
 // any pattern (as harness.match reads them), or nil.
 func (w *worker) luaAnyArg(L *lua.LState) int {
-	args := argStrings(L, L.CheckTable(1), "harness.any_arg")
-	n := L.GetTop()
-	if n < 2 {
+	t := L.CheckTable(1)
+	if L.GetTop() < 2 {
 		L.RaiseError("harness.any_arg: name at least one pattern")
 	}
-	pats := make([]*pattern, 0, n-1)
-	for i := 2; i <= n; i++ {
-		pats = append(pats, w.pattern(L, L.CheckString(i), "harness.any_arg"))
-	}
-	for _, a := range args {
+	pats := w.patternList(L, 2, "harness.any_arg")
+	for i, n := 1, checkArgs(L, t, "harness.any_arg"); i <= n; i++ {
+		a := t.RawGetInt(i).(lua.LString)
 		for _, p := range pats {
-			if p.match(L, a, "harness.any_arg") {
-				L.Push(lua.LString(a))
+			if p.match(L, string(a), "harness.any_arg") {
+				L.Push(a)
 				return 1
 			}
 		}
@@ -379,6 +393,45 @@ func (w *worker) pattern(L *lua.LState, src, fn string) *pattern {
 	}
 	w.patterns[src] = p
 	return p
+}
+
+// patList is a list of patterns as a hook passed them, compiled.
+type patList struct {
+	srcs []string
+	pats []*pattern
+}
+
+// patternList returns the patterns given as arguments first… of the Go
+// function running, compiled. A policy passes the same list again and
+// again (harness.any_arg(c.args, unpack(globs))): the last few lists are
+// kept, and comparing the strings of one is cheap, since they are the
+// same strings.
+func (w *worker) patternList(L *lua.LState, first int, fn string) []*pattern {
+	n := L.GetTop() - first + 1
+	for i := range w.patLists {
+		pl := &w.patLists[i]
+		if len(pl.srcs) != n {
+			continue
+		}
+		same := true
+		for j, src := range pl.srcs {
+			if s, ok := L.Get(first + j).(lua.LString); !ok || string(s) != src {
+				same = false
+				break
+			}
+		}
+		if same {
+			return pl.pats
+		}
+	}
+	pl := patList{srcs: make([]string, n), pats: make([]*pattern, n)}
+	for j := range n {
+		pl.srcs[j] = L.CheckString(first + j)
+		pl.pats[j] = w.pattern(L, pl.srcs[j], fn)
+	}
+	w.patLists[w.patNext] = pl
+	w.patNext = (w.patNext + 1) % len(w.patLists)
+	return pl.pats
 }
 
 func (p *pattern) match(L *lua.LState, s, fn string) bool {

@@ -59,19 +59,17 @@ type worker struct {
 	sessID   string
 	marker   [numVerdicts]*lua.LUserData
 	call     *call
-	loading  int // the file whose top-level code is running, or -1
+	callBuf  call        // what call points to during an action hook's call
+	budget   countingCtx // the context of the hook call under way
+	loading  int         // the file whose top-level code is running, or -1
 	examples [][]example
 	parser   *shcmd.Parser
-	cache    [4]cachedCommands
+	lazy     lazyState
+	cache    cmdCache
 	patterns map[string]*pattern
-	next     int
+	patLists [8]patList
+	patNext  int
 	broken   bool
-}
-
-type cachedCommands struct {
-	src  string
-	cmds []shcmd.Command
-	ok   bool
 }
 
 // example is one harness.examples entry.
@@ -111,6 +109,7 @@ func (s *set) newWorker(collect bool) (w *worker, err error) {
 		L.Call(1, 0)
 	}
 	w.sandbox()
+	w.initLazy()
 	for v := Verdict(0); v < numVerdicts; v++ {
 		ud := L.NewUserData()
 		ud.Value = v
@@ -137,6 +136,7 @@ func (s *set) newWorker(collect bool) (w *worker, err error) {
 		w.loading = i
 		err := L.CallByParam(lua.P{Fn: fn, NRet: 0, Protect: true})
 		w.loading = -1
+		w.dropLazy()
 		L.RemoveContext()
 		cancel()
 		if err != nil {
@@ -268,10 +268,12 @@ func splitWhere(msg string) (file string, line int, rest string, ok bool) {
 // as an overrun.
 func (w *worker) invoke(ctx context.Context, h *handler, args ...lua.LValue) (lua.LValue, error) {
 	L := w.L
+	defer w.dropLazy()
 	budget := w.set.eng.opts.Budget
 	for attempt := 0; ; attempt++ {
 		dctx, cancel := context.WithTimeout(ctx, budget)
-		hctx := &countingCtx{Context: dctx}
+		hctx := &w.budget
+		*hctx = countingCtx{Context: dctx, done: dctx.Done()}
 		L.SetContext(hctx)
 		err := L.CallByParam(lua.P{Fn: h.fn, NRet: 1, Protect: true}, args...)
 		var ret lua.LValue = lua.LNil
@@ -281,15 +283,17 @@ func (w *worker) invoke(ctx context.Context, h *handler, args ...lua.LValue) (lu
 		}
 		L.RemoveContext()
 		cancel()
+		n := hctx.n
+		*hctx = countingCtx{}
 		if err == nil {
 			return ret, nil
 		}
-		starved := hctx.n < budget.Microseconds()*minInstrPerMicro
+		starved := n < budget.Microseconds()*minInstrPerMicro
 		if attempt == 0 && starved && ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
 			if w.call != nil {
 				*w.call = call{class: w.call.class, action: w.call.action}
 			}
-			w.set.eng.log.Debug("hook starved of CPU; running it again", "hook", w.set.files[h.file].name, "instructions", hctx.n)
+			w.set.eng.log.Debug("hook starved of CPU; running it again", "hook", w.set.files[h.file].name, "instructions", n)
 			continue
 		}
 		w.broken = true
@@ -303,15 +307,17 @@ func (w *worker) invoke(ctx context.Context, h *handler, args ...lua.LValue) (lu
 const minInstrPerMicro = 2
 
 // countingCtx counts the calls of Done: gopher-lua calls it once per VM
-// instruction, so n is the instructions run.
+// instruction, so n is the instructions run. It keeps the channel, which
+// the context it wraps would look up again each time.
 type countingCtx struct {
 	context.Context
-	n int64
+	done <-chan struct{}
+	n    int64
 }
 
 func (c *countingCtx) Done() <-chan struct{} {
 	c.n++
-	return c.Context.Done()
+	return c.done
 }
 
 // recoverBroken, deferred around a call, marks the state broken if the
@@ -336,16 +342,8 @@ func (w *worker) setSession(s Session) {
 	w.sess.RawSetString("profile", lua.LString(s.Profile))
 }
 
-// commands analyses a command line, from the worker's small cache when the
-// same line was analysed lately (each action hook of a call asks again).
-func (w *worker) commands(src string) []shcmd.Command {
-	for i := range w.cache {
-		if c := &w.cache[i]; c.ok && c.src == src {
-			return c.cmds
-		}
-	}
-	cmds := w.parser.Commands(src)
-	w.cache[w.next] = cachedCommands{src: src, cmds: cmds, ok: true}
-	w.next = (w.next + 1) % len(w.cache)
-	return cmds
+// commands analyses a command line, from the state's cache when the line
+// was analysed lately.
+func (w *worker) commands(src string) []luaCommand {
+	return w.cache.get(src, w.parser.Commands)
 }

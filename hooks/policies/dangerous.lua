@@ -12,6 +12,9 @@
 --         read, deleting everything in the current directory, `rm -rf
 --         $DIR/` (if DIR is empty that is /), reading credentials.
 
+-- The helpers, as locals: a hook runs for every action.
+local has_flag, any_arg, match = harness.has_flag, harness.any_arg, harness.match
+
 local function set(list)
   local t = {}
   for _, v in ipairs(list) do t[v] = true end
@@ -40,7 +43,7 @@ local harmless_dev = set{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "
 -- operands returns the args that are not options (all of them after "--").
 local function operands(args)
   local out, opts = {}, true
-  for _, a in ipairs(args) do
+  for ai = 1, #args do local a = args[ai]
     if opts and a == "--" then
       opts = false
     elseif not (opts and #a > 1 and a:sub(1, 1) == "-") then
@@ -68,7 +71,7 @@ end
 -- everything reports whether a last component stands for all a directory
 -- holds: *, .*, or a glob of nothing but wildcards.
 local function everything(part)
-  return part ~= nil and part:find("^[%*%.%?]+$") ~= nil and part:find("*", 1, true) ~= nil
+  return part ~= nil and part:find("*", 1, true) ~= nil and part:find("^[%*%.%?]+$") ~= nil
 end
 
 -- clean turns a path into the directory it wipes when deleted
@@ -118,18 +121,18 @@ local function target(a)
   if first == "/" then
     if p == "/" then return "veto", a == "/" and "the root directory" or "the root directory (" .. a .. ")" end
     if system[p] then return "veto", "the system directory " .. p end
-    if p:find("^/home/[^/]+$") then return "veto", "the home directory " .. p end
+    if p:sub(1, 6) == "/home/" and p:find("^/home/[^/]+$") then return "veto", "the home directory " .. p end
     local ws = workspace_root()
     if ws and p == ws then return "veto", "the workspace root " .. ws end
     local top = p:match("^/([^/]*)")
     if top and top:find("[%*%?%[]") then
       for _, d in ipairs(top_system) do
-        if harness.match(d, "/" .. top) then return "veto", "the system directory " .. d .. " (" .. a .. ")" end
+        if match(d, "/" .. top) then return "veto", "the system directory " .. d .. " (" .. a .. ")" end
       end
     end
     return nil
   end
-  local home = a:match("^~[^/]*") or a:match("^%$HOME") or a:match("^%${HOME}")
+  local home = first == "~" and a:match("^~[^/]*") or first == "$" and (a:match("^%$HOME") or a:match("^%${HOME}"))
   if home then
     local rest = clean("/" .. a:sub(#home + 1))
     if rest == "/" or a:find("/..", 1, true) then return "veto", "a home directory (" .. a .. ")" end
@@ -137,8 +140,8 @@ local function target(a)
   end
   if p == "$PWD" or p == "$(pwd)" or p == "`pwd`" then return "ask", "the current directory (" .. a .. ")", true end
   if p == "." then return "ask", "everything in the current directory (" .. a .. ")", true end
-  if p == ".." or p:find("^%.%./") then return "ask", "a parent directory (" .. a .. ")" end
-  if a:find("^%$[%w_]+/[%*%.]*$") then
+  if p == ".." or p:sub(1, 3) == "../" then return "ask", "a parent directory (" .. a .. ")" end
+  if first == "$" and a:find("^%$[%w_]+/[%*%.]*$") then
     return "ask", a .. " (if " .. a:match("^%$[%w_]+") .. " is empty or unset, that is /)"
   end
   return nil
@@ -161,8 +164,10 @@ local function flag(level, reason)
   end
 end
 
+-- (Lists are walked with numeric for loops, not ipairs: a hook runs for
+-- every action, and ipairs costs a Go call per element.)
 local function any_in(list, s)
-  for _, v in ipairs(list) do
+  for vi = 1, #list do local v = list[vi]
     if s[v] then return v end
   end
   return nil
@@ -174,7 +179,7 @@ end
 local function reads_code(c)
   if c.name == "eval" or c.name == "source" or c.name == "." then return true end
   if not (shells[c.name] or interpreters[c.name] or c.name:sub(1, 6) == "python") then return false end
-  if harness.has_flag(c.args, "-c", "-e", "-m", "--eval", "-r") then
+  if has_flag(c.args, "-c", "-e", "-m", "--eval", "-r") then
     return c.dynamic_args
   end
   local ops = operands(c.args)
@@ -197,58 +202,83 @@ end
 -- reads returns the first operand or input redirection of c that matches
 -- one of globs.
 local function reads(c, globs)
-  local a = harness.any_arg(c.args, unpack(globs))
+  local a = any_arg(c.args, unpack(globs))
   if a then return a end
-  for _, r in ipairs(c.redirs) do
-    if (r.op == "<" or r.op == "<>") and harness.match(r.target, unpack(globs)) then return r.target end
+  for ri = 1, #c.redirs do local r = c.redirs[ri]
+    if (r.op == "<" or r.op == "<>") and match(r.target, unpack(globs)) then return r.target end
   end
   return nil
+end
+
+-- special reports whether name is one of the commands judged by name
+-- below (or a mkfs.*, python3.*), remembering the answers.
+local special_names = set{"rm", "srm", "find", "rsync", "chmod", "chown", "chgrp", "setfacl", "shred", "dd", "tee",
+  "cp", "mv", "eval", "source", "."}
+for _, group in ipairs{disktools, shells, interpreters, senders} do
+  for n in pairs(group) do special_names[n] = true end
+end
+local special_memo, memo_size = {}, 0
+local function special(name)
+  local v = special_memo[name]
+  if v == nil then
+    v = special_names[name] == true or name:sub(1, 4) == "mkfs" or name:sub(1, 6) == "python"
+    if memo_size >= 512 then special_memo, memo_size = {}, 0 end
+    special_memo[name] = v
+    memo_size = memo_size + 1
+  end
+  return v
+end
+
+-- show is c as the reasons show it: its text, and how it was reached.
+local function show(c)
+  if #c.via > 0 then return c.text .. " (via " .. table.concat(c.via, " > ") .. ")" end
+  return c.text
 end
 
 local function judge(cmds)
   found = nil
   local sends = false
-  for _, c in ipairs(cmds) do
+  for ci = 1, #cmds do local c = cmds[ci]
     if senders[c.name] then sends = true end
-    for _, r in ipairs(c.redirs) do
-      if r.target:match("^/dev/tcp/") or r.target:match("^/dev/udp/") then sends = true end
+    for ri = 1, #c.redirs do local r = c.redirs[ri]
+      local dev = r.target:sub(1, 9)
+      if dev == "/dev/tcp/" or dev == "/dev/udp/" then sends = true end
     end
   end
 
   local cd = nil -- where `cd` went earlier in the line (judged only if it matters)
-  for _, c in ipairs(cmds) do
+  for ci = 1, #cmds do local c = cmds[ci]
     local name = c.name
-    local shown = c.text
     if name == "cd" or name == "pushd" then
       cd = operands(c.args)[1] or "~"
     end
-    if #c.via > 0 then shown = shown .. " (via " .. table.concat(c.via, " > ") .. ")" end
 
     if c.unparseable then
       flag("ask", "the command could not be analysed: " .. (c.error or "?"))
     elseif c.dynamic then
       -- The command's name is computed at run time.
       if any_in(c.feeds, downloaders) then
-        flag("veto", "runs text downloaded at run time: " .. shown)
+        flag("veto", "runs text downloaded at run time: " .. show(c))
       else
         local bad = nil
-        for _, a in ipairs(c.args) do
+        for ai = 1, #c.args do local a = c.args[ai]
           local level, what = target(a)
           if level == "veto" then bad = what end
         end
         if bad then
-          flag("veto", "a command computed at run time, aimed at " .. bad .. ": " .. shown)
+          flag("veto", "a command computed at run time, aimed at " .. bad .. ": " .. show(c))
         else
-          flag("ask", "the command to run is computed at run time: " .. shown)
+          flag("ask", "the command to run is computed at run time: " .. show(c))
         end
       end
     end
 
     -- A function that calls itself: the fork bomb :(){ :|:& };: and kin.
     if name ~= "" and #c.via > 0 then
-      for _, v in ipairs(c.via) do
-        local fname = v:match("^(.-)%(%)$")
-        local defs = v:match("^function (.+)$")
+      for vi = 1, #c.via do local v = c.via[vi]
+        -- "f()" (a call of f), "function f g" (where f and g are defined)
+        local fname = v:sub(-2) == "()" and v:sub(1, -3) or nil
+        local defs = #v > 9 and v:sub(1, 9) == "function " and v:sub(10) or nil
         local self_call = fname == name
         if defs then
           for f in defs:gmatch("%S+") do
@@ -261,128 +291,133 @@ local function judge(cmds)
       end
     end
 
-    -- Recursive deletes.
-    if name == "rm" or name == "srm" then
-      if harness.has_flag(c.args, "--no-preserve-root") then
-        flag("veto", "rm --no-preserve-root: " .. shown)
-      end
-      local recursive = harness.has_flag(c.args, "-r", "-R", "--recursive")
-      for _, a in ipairs(operands(c.args)) do
-        if a == "/etc/passwd" or a == "/etc/shadow" or a == "/etc/group" or a == "/etc/sudoers" then
-          flag("veto", "deletes " .. a .. ": " .. shown)
+    -- The checks of particular commands (rm, find, dd, mkfs …), for those
+    -- only: most commands are none of them.
+    if special(name) then
+      -- Recursive deletes.
+      if name == "rm" or name == "srm" then
+        if has_flag(c.args, "--no-preserve-root") then
+          flag("veto", "rm --no-preserve-root: " .. show(c))
         end
-        if recursive then
-          local level, what, here = target(a)
-          if here and cd then
-            local cdlevel, cdwhat = target(cd)
-            if cdlevel == "veto" then level, what = "veto", what .. " after cd to " .. cdwhat end
-          end
-          if level then flag(level, "recursive delete of " .. what .. ": " .. shown) end
-        end
-      end
-    end
-
-    -- find … -delete / -exec rm …
-    if name == "find" then
-      local roots, destroys, filtered = {}, false, false
-      local in_roots = true
-      local args = c.args
-      local i = 1
-      while i <= #args do
-        local a = args[i]
-        if in_roots and (a:sub(1, 1) == "-" or a == "(" or a == "!") then in_roots = false end
-        if in_roots then
-          roots[#roots + 1] = a
-        elseif a == "-delete" then
-          destroys = true
-        elseif a == "-exec" or a == "-execdir" or a == "-ok" or a == "-okdir" then
-          local cmd = args[i + 1] or ""
-          cmd = cmd:match("([^/]+)$") or cmd
-          if cmd == "rm" or cmd == "shred" or cmd == "unlink" or cmd == "chmod" or cmd == "chown" or cmd == "mv" or cmd == "dd" or cmd == "truncate" or shells[cmd] then
-            destroys = true
-          end
-          while i <= #args and args[i] ~= ";" and args[i] ~= "+" do i = i + 1 end
-        elseif a == "-name" or a == "-iname" or a == "-path" or a == "-ipath" or a == "-regex" or a == "-iregex"
-          or a == "-newer" or a == "-mtime" or a == "-mmin" or a == "-size" or a == "-user" or a == "-empty" or a == "-type" and args[i + 1] ~= "d" then
-          filtered = true
-        end
-        i = i + 1
-      end
-      if #roots == 0 then roots = {"."} end
-      if destroys then
-        for _, r in ipairs(roots) do
-          local level, what = target(r)
-          if filtered then
-            -- Selective: only a whole-tree delete of / or a home is worth a question.
-            if level == "veto" then level = "ask" else level = nil end
-          end
-          if level then flag(level, "find deleting or changing everything under " .. what .. ": " .. shown) end
-        end
-      end
-    end
-
-    -- rsync --delete onto / wipes it.
-    if name == "rsync" and harness.has_flag(c.args, "--delete", "--delete-before", "--delete-after", "--delete-during", "--del") then
-      local ops = operands(c.args)
-      local level, what = target(ops[#ops] or "")
-      if level == "veto" then flag("veto", "rsync --delete onto " .. what .. ": " .. shown) end
-    end
-
-    -- chmod -R / chown -R of / or a home.
-    if name == "chmod" or name == "chown" or name == "chgrp" or name == "setfacl" then
-      if harness.has_flag(c.args, "-R", "--recursive") then
+        local recursive = has_flag(c.args, "-r", "-R", "--recursive")
         for _, a in ipairs(operands(c.args)) do
-          local level, what = target(a)
-          if level == "veto" then flag("veto", name .. " -R of " .. what .. ": " .. shown) end
+          if a == "/etc/passwd" or a == "/etc/shadow" or a == "/etc/group" or a == "/etc/sudoers" then
+            flag("veto", "deletes " .. a .. ": " .. show(c))
+          end
+          if recursive then
+            local level, what, here = target(a)
+            if here and cd then
+              local cdlevel, cdwhat = target(cd)
+              if cdlevel == "veto" then level, what = "veto", what .. " after cd to " .. cdwhat end
+            end
+            if level then flag(level, "recursive delete of " .. what .. ": " .. show(c)) end
+          end
+        end
+      end
+
+      -- find … -delete / -exec rm …
+      if name == "find" then
+        local roots, destroys, filtered = {}, false, false
+        local in_roots = true
+        local args = c.args
+        local i = 1
+        while i <= #args do
+          local a = args[i]
+          if in_roots and (a:sub(1, 1) == "-" or a == "(" or a == "!") then in_roots = false end
+          if in_roots then
+            roots[#roots + 1] = a
+          elseif a == "-delete" then
+            destroys = true
+          elseif a == "-exec" or a == "-execdir" or a == "-ok" or a == "-okdir" then
+            local cmd = args[i + 1] or ""
+            cmd = cmd:match("([^/]+)$") or cmd
+            if cmd == "rm" or cmd == "shred" or cmd == "unlink" or cmd == "chmod" or cmd == "chown" or cmd == "mv" or cmd == "dd" or cmd == "truncate" or shells[cmd] then
+              destroys = true
+            end
+            while i <= #args and args[i] ~= ";" and args[i] ~= "+" do i = i + 1 end
+          elseif a == "-name" or a == "-iname" or a == "-path" or a == "-ipath" or a == "-regex" or a == "-iregex"
+            or a == "-newer" or a == "-mtime" or a == "-mmin" or a == "-size" or a == "-user" or a == "-empty" or a == "-type" and args[i + 1] ~= "d" then
+            filtered = true
+          end
+          i = i + 1
+        end
+        if #roots == 0 then roots = {"."} end
+        if destroys then
+          for _, r in ipairs(roots) do
+            local level, what = target(r)
+            if filtered then
+              -- Selective: only a whole-tree delete of / or a home is worth a question.
+              if level == "veto" then level = "ask" else level = nil end
+            end
+            if level then flag(level, "find deleting or changing everything under " .. what .. ": " .. show(c)) end
+          end
+        end
+      end
+
+      -- rsync --delete onto / wipes it.
+      if name == "rsync" and has_flag(c.args, "--delete", "--delete-before", "--delete-after", "--delete-during", "--del") then
+        local ops = operands(c.args)
+        local level, what = target(ops[#ops] or "")
+        if level == "veto" then flag("veto", "rsync --delete onto " .. what .. ": " .. show(c)) end
+      end
+
+      -- chmod -R / chown -R of / or a home.
+      if name == "chmod" or name == "chown" or name == "chgrp" or name == "setfacl" then
+        if has_flag(c.args, "-R", "--recursive") then
+          for _, a in ipairs(operands(c.args)) do
+            local level, what = target(a)
+            if level == "veto" then flag("veto", name .. " -R of " .. what .. ": " .. show(c)) end
+          end
+        end
+      end
+
+      -- Filesystems and partition tables.
+      if disktools[name] or name == "shred" or name:sub(1, 4) == "mkfs" then
+        for _, a in ipairs(operands(c.args)) do
+          if is_device(a) then
+            flag("veto", name .. " on the device " .. a .. ": " .. show(c))
+          elseif a:sub(1, 1) == "$" and name ~= "shred" then
+            flag("ask", name .. " on a device named at run time (" .. a .. "): " .. show(c))
+          end
+        end
+      end
+
+      -- Writing onto a disk: dd of=/dev/sda, > /dev/sda, tee /dev/sda, cp x /dev/sda.
+      if name == "dd" then
+        for _, a in ipairs(c.args) do
+          local of = a:match("^of=(.*)$")
+          if of and is_device(of) then flag("veto", "dd onto the device " .. of .. ": " .. show(c)) end
+        end
+      end
+      if name == "tee" or name == "cp" or name == "mv" then
+        local ops = operands(c.args)
+        local dest = ops[#ops]
+        if name == "tee" then
+          for _, a in ipairs(ops) do
+            if is_device(a) then dest = a end
+          end
+        end
+        if dest and is_device(dest) then
+          flag("veto", name .. " onto the device " .. dest .. ": " .. show(c))
         end
       end
     end
 
-    -- Filesystems and partition tables.
-    if disktools[name] or name == "shred" or name:sub(1, 4) == "mkfs" then
-      for _, a in ipairs(operands(c.args)) do
-        if is_device(a) then
-          flag("veto", name .. " on the device " .. a .. ": " .. shown)
-        elseif a:sub(1, 1) == "$" and name ~= "shred" then
-          flag("ask", name .. " on a device named at run time (" .. a .. "): " .. shown)
-        end
-      end
-    end
-
-    -- Writing onto a disk: dd of=/dev/sda, > /dev/sda, tee /dev/sda, cp x /dev/sda.
-    if name == "dd" then
-      for _, a in ipairs(c.args) do
-        local of = a:match("^of=(.*)$")
-        if of and is_device(of) then flag("veto", "dd onto the device " .. of .. ": " .. shown) end
-      end
-    end
-    if name == "tee" or name == "cp" or name == "mv" then
-      local ops = operands(c.args)
-      local dest = ops[#ops]
-      if name == "tee" then
-        for _, a in ipairs(ops) do
-          if is_device(a) then dest = a end
-        end
-      end
-      if dest and is_device(dest) then
-        flag("veto", name .. " onto the device " .. dest .. ": " .. shown)
-      end
-    end
-    for _, r in ipairs(c.redirs) do
+    for ri = 1, #c.redirs do local r = c.redirs[ri]
       if (r.op == ">" or r.op == ">>" or r.op == ">|" or r.op == "&>" or r.op == "&>>" or r.op == "<>") and is_device(r.target) then
-        flag("veto", "writes onto the device " .. r.target .. ": " .. shown)
+        flag("veto", "writes onto the device " .. r.target .. ": " .. show(c))
       end
     end
 
     -- Download and execute, and decoded text run as code.
-    if name ~= "" and reads_code(c) then
+    if special(name) and reads_code(c) then
       local d = any_in(c.feeds, downloaders)
       if d then
-        flag("veto", "runs code downloaded by " .. d .. ": " .. shown)
+        flag("veto", "runs code downloaded by " .. d .. ": " .. show(c))
       else
         local dec = any_in(c.feeds, decoders)
         if dec and #c.via == 0 then
-          flag("veto", "runs code decoded by " .. dec .. " (an obfuscated script): " .. shown)
+          flag("veto", "runs code decoded by " .. dec .. " (an obfuscated script): " .. show(c))
         end
       end
     end
@@ -390,15 +425,15 @@ local function judge(cmds)
     -- Secrets: password hashes, shell history, credentials.
     if name ~= "" and not nonreaders[name] and (#c.args > 0 or #c.redirs > 0) and reads(c, sensitive) then
       local f = reads(c, shadow)
-      if f then flag("veto", "reads the password hashes in " .. f .. ": " .. shown) end
+      if f then flag("veto", "reads the password hashes in " .. f .. ": " .. show(c)) end
       f = reads(c, history)
-      if f then flag("veto", "reads shell history " .. f .. ": " .. shown) end
+      if f then flag("veto", "reads shell history " .. f .. ": " .. show(c)) end
       f = reads(c, credentials)
       if f then
         if sends then
-          flag("veto", "credentials " .. f .. " read in a command that sends data out: " .. shown)
+          flag("veto", "credentials " .. f .. " read in a command that sends data out: " .. show(c))
         else
-          flag("ask", "reads credentials in " .. f .. ": " .. shown)
+          flag("ask", "reads credentials in " .. f .. ": " .. show(c))
         end
       end
     end
@@ -406,7 +441,7 @@ local function judge(cmds)
     -- The environment (and the secrets in it) sent out.
     if senders[name] then
       local e = any_in(c.feeds, envdumps)
-      if e then flag("veto", "sends the output of " .. e .. " (the environment, with its secrets) out: " .. shown) end
+      if e then flag("veto", "sends the output of " .. e .. " (the environment, with its secrets) out: " .. show(c)) end
     end
   end
   return found

@@ -1,6 +1,7 @@
 package shcmd
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,44 @@ func FuzzCommands(f *testing.F) {
 			if c.Args == nil {
 				t.Errorf("nil Args: %+v", c)
 			}
+		}
+	})
+}
+
+// plainLines are lines plainWords reads (or nearly: the fuzzer's seeds).
+var plainLines = []string{
+	"ls -la", "go test ./...", "git log --oneline -n 20", "ls #comment", "ls a#b", "ls\t-l  x ", "  ls", "# only",
+	"time ls", "a=b ls", "ls a=b", "env X=1 rm -rf /", "sudo -u root rm -rf /", "bash -c ls", "sh -c rm", "eval rm -rf /",
+	"xargs rm -rf", "nice -n 5 ls", "timeout 5 rm -rf /", "find / -delete", "find . -exec rm x +", "%1", "ls ^x %y @z a,b c:d e+f",
+	"if", "done", "in", "export X", "declare -x Y", "let x", "coproc ls", "select x", "function f", "/usr/bin/rm -rf /",
+	"./rm -rf /", "rm -- -x", "ls\n", "ls -", "-", "parallel rm ::: a", "busybox rm -rf /", "exec rm -rf /",
+	"command -v ls", "builtin cd", "doas rm", "stdbuf -oL ls", "nohup ls", "su -c ls", "xargs -I x sh -c x",
+	"ls # x\nrm -rf /", "ls #\x83", "ls # a\tb ~ $x `y` 'z'", "ls #\x00", "ls #\r\nrm -rf /",
+}
+
+// TestPlainAsParsed checks that lines read without the parser (see
+// plainWords) give what the parser gives.
+func TestPlainAsParsed(t *testing.T) {
+	fast, slow := NewParser(nil), NewParser(nil)
+	slow.noPlain = true
+	for _, src := range plainLines {
+		if got, want := fast.Commands(src), slow.Commands(src); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q:\n got %+v\nwant %+v", src, got, want)
+		}
+	}
+}
+
+// FuzzPlain is TestPlainAsParsed on any line.
+func FuzzPlain(f *testing.F) {
+	for _, s := range plainLines {
+		f.Add(s)
+	}
+	fast, slow := NewParser(&Options{MaxBytes: 64 << 10}), NewParser(&Options{MaxBytes: 64 << 10})
+	slow.noPlain = true
+	f.Fuzz(func(t *testing.T, src string) {
+		if got, want := fast.Commands(src), slow.Commands(src); !reflect.DeepEqual(got, want) {
+			_, plain := plainWords(src)
+			t.Errorf("%q (plain %v):\n got %+v\nwant %+v", src, plain, got, want)
 		}
 	})
 }

@@ -8,7 +8,10 @@
 // the call's arguments as $1…). It splits off VAR=x prefixes, unwraps
 // wrappers (sudo, env, timeout, xargs, find -exec, …), and parses the
 // strings a shell will parse again (bash -c STRING, eval, here-strings and
-// literal text piped into a shell) the same way, up to a depth.
+// literal text piped into a shell) the same way, up to a depth. A line
+// that is one command of plain words (letters, digits, - _ . / and the
+// like, no quotes, expansions or operators) is split into its words
+// without the parser, which would find nothing more in it.
 //
 // What it cannot know is reported, never dropped: a command whose name is
 // computed at run time is Dynamic, and text the parser cannot read gives an
@@ -117,6 +120,7 @@ type Parser struct {
 	sh      *syntax.Parser
 	recover *syntax.Parser
 	printer *syntax.Printer
+	noPlain bool // always use the parser (tests compare the two)
 }
 
 // NewParser returns a Parser with the given limits; opts may be nil.

@@ -216,12 +216,19 @@ func (w *walker) parse(src string, c ctx, via string, share bool) ([]string, *wo
 		w.unparseable(c, fmt.Sprintf("brackets nested more than %d deep", maxNesting))
 		return nil, nil
 	}
-	f, err := w.parseFile(src, false)
-	if err != nil {
-		w.unparseable(c, err.Error())
-		f, err = w.parseFile(src, true)
-		if err != nil || f == nil {
-			return nil, nil
+	var f *syntax.File
+	plain, isPlain := []word(nil), false
+	if !w.p.noPlain {
+		plain, isPlain = plainWords(src)
+	}
+	if !isPlain {
+		var err error
+		if f, err = w.parseFile(src, false); err != nil {
+			w.unparseable(c, err.Error())
+			f, err = w.parseFile(src, true)
+			if err != nil || f == nil {
+				return nil, nil
+			}
 		}
 	}
 	old := w.sc
@@ -238,7 +245,18 @@ func (w *walker) parse(src string, c ctx, via string, share bool) ([]string, *wo
 		w.sc = sc
 	}
 	w.depth++
-	names, out := w.stmts(f.Stmts, c)
+	var names []string
+	var out *word
+	if isPlain {
+		// What stmts would make of the one simple command.
+		if len(plain) > 0 {
+			n, o := w.emit(plain, nil, c)
+			names = addFeeds(nil, n)
+			out = o
+		}
+	} else {
+		names, out = w.stmts(f.Stmts, c)
+	}
 	w.depth--
 	w.sc = old
 	return names, out

@@ -1,0 +1,96 @@
+package shcmd
+
+// plainWords splits src into its words when src is one simple command
+// spelled with ordinary characters only: letters, digits, - _ . / , : + @
+// % ^ = # (= not in the first word, which would be an assignment, # not
+// first in a word, where it opens a comment), blanks between words, and
+// maybe a comment of printable ASCII at the end. Such a line means to the
+// shell exactly its words (no quotes, expansions, globs, operators or
+// keywords), so the parser has nothing to add: most agent commands (ls
+// -la, go test ./..., git log -n 20) are analysed without it. ok is false
+// for anything else, which the parser reads.
+func plainWords(src string) (words []word, ok bool) {
+	n := 0 // words
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c == ' ' || c == '\t' {
+			i++
+			continue
+		}
+		if c == '#' {
+			// A comment, to the end of the line: printable ASCII only (a
+			// newline would end it, invalid UTF-8 the parser refuses).
+			for k := i + 1; k < len(src); k++ {
+				if b := src[k]; b != '\t' && (b < 0x20 || b >= 0x7f) {
+					return nil, false
+				}
+			}
+			break
+		}
+		j := i
+		for j < len(src) && plainByte[src[j]] {
+			j++
+		}
+		if j == i || (j < len(src) && src[j] != ' ' && src[j] != '\t') {
+			return nil, false
+		}
+		if n == 0 {
+			w := src[i:j]
+			if keyword[w] {
+				return nil, false
+			}
+			for k := 0; k < len(w); k++ {
+				if w[k] == '=' {
+					return nil, false
+				}
+			}
+		}
+		n++
+		i = j
+	}
+	words = make([]word, 0, n)
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c == ' ' || c == '\t' {
+			i++
+			continue
+		}
+		if c == '#' {
+			break
+		}
+		j := i
+		for j < len(src) && plainByte[src[j]] {
+			j++
+		}
+		words = append(words, word{text: src[i:j], lit: true})
+		i = j
+	}
+	return words, true
+}
+
+// plainByte holds the bytes a plain word may have ('#' only after its
+// first byte: at the start it opens a comment).
+var plainByte = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "-_./,:+@%^=#" {
+		t[c] = true
+	}
+	return t
+}()
+
+// keyword holds the words that mean more than a command name at the start
+// of a command, for bash or for the parser (declarations and let).
+var keyword = map[string]bool{
+	"if": true, "then": true, "elif": true, "else": true, "fi": true, "for": true, "in": true, "do": true,
+	"done": true, "while": true, "until": true, "case": true, "esac": true, "function": true, "select": true,
+	"time": true, "coproc": true, "declare": true, "local": true, "export": true, "readonly": true,
+	"typeset": true, "nameref": true, "let": true,
+}

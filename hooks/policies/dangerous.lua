@@ -447,9 +447,46 @@ local function judge(cmds)
   return found
 end
 
+-- keyed_lines turns keys sent to a running program (is_input, in the
+-- terminal's key syntax) into the lines a shell reading them would get:
+-- <Enter> (and its aliases) ends a line, other <Key> tokens are not text.
+local function keyed_lines(keys)
+  local text = keys:gsub("<[%a%-]+>", function(tok)
+    local k = tok:sub(2, -2):lower()
+    if k == "enter" or k == "cr" or k == "return" or k == "ret" then return "\n" end
+    if k == "lt" then return "<" end
+    if k == "space" or k == "tab" then return " " end
+    return "\n" -- Escape, arrows, C-x: no text, and nothing joins across them
+  end)
+  local lines = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    if line:find("%S") then lines[#lines + 1] = line end
+  end
+  return lines
+end
+
 harness.on("action.cmd_run", function(ev)
   if ev.command == "" then return end
-  local f = judge(harness.commands(ev.command))
+  local f
+  if ev.is_input then
+    -- Keys go to a running program: an editor, a REPL, a pager, or a
+    -- shell. A line no shell could parse (":q!" to vi, "print(1)" to
+    -- Python) is not a command, so it is not asked about; a line that
+    -- parses is judged as the command a shell would run.
+    for _, line in ipairs(keyed_lines(ev.command)) do
+      local cmds = harness.commands(line)
+      local parsed = true
+      for i = 1, #cmds do
+        if cmds[i].unparseable then parsed = false end
+      end
+      if parsed then
+        local g = judge(cmds)
+        if g and (f == nil or g.level == "veto") then f = g end
+      end
+    end
+  else
+    f = judge(harness.commands(ev.command))
+  end
   if f == nil then return end
   if f.level == "veto" then return harness.veto(f.reason) end
   return harness.ask(f.reason)

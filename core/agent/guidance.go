@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/harnessd/harnessd/core/event"
 	pb "github.com/harnessd/harnessd/plugins/proto"
@@ -47,7 +48,9 @@ func LoadGuidance(workspace, task, userMessage string) (files []Guidance, skippe
 	if _, err := root.Lstat(GuidanceFile); err == nil {
 		names = append(names, GuidanceFile)
 	}
-	if d, err := root.Open(GuidanceDir); err == nil {
+	// O_NONBLOCK and O_DIRECTORY: what the agent left in the workspace
+	// may be a FIFO, whose open would wait for a writer forever.
+	if d, err := root.OpenFile(GuidanceDir, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0); err == nil {
 		ents, _ := d.ReadDir(-1)
 		d.Close()
 		var md []string
@@ -85,7 +88,9 @@ func LoadGuidance(workspace, task, userMessage string) (files []Guidance, skippe
 
 // readLimited reads a regular file of at most maxGuidanceFile bytes.
 func readLimited(root *os.Root, name string) (string, error) {
-	f, err := root.Open(name)
+	// O_NONBLOCK: a FIFO (the agent can make one) opens at once, and is
+	// then refused as not a regular file, instead of hanging the run.
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestLoadGuidance(t *testing.T) {
@@ -74,5 +76,32 @@ func TestFrontmatter(t *testing.T) {
 		if body != c.body || !reflect.DeepEqual(tr, c.triggers) {
 			t.Errorf("%q: %q %q, want %q %q", c.in, body, tr, c.body, c.triggers)
 		}
+	}
+}
+
+// TestGuidanceFIFO: an agent can leave a FIFO where guidance is read; the
+// next run's start must skip it, not wait for a writer forever.
+func TestGuidanceFIFO(t *testing.T) {
+	ws := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(ws, GuidanceFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(ws, ".harness"), 0o755)
+	if err := syscall.Mkfifo(filepath.Join(ws, GuidanceDir), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var skipped []string
+	go func() {
+		defer close(done)
+		_, skipped, _ = LoadGuidance(ws, "task", "")
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("LoadGuidance hung on a FIFO")
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], "not a regular file") {
+		t.Fatalf("skipped %q", skipped)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -218,6 +219,19 @@ func TestClientWorkspace(t *testing.T) {
 	os.Chown(project, 65533, 65533)
 	os.Chown(filepath.Join(project, "README"), 65533, 65533)
 
+	// The requester's home, and what is hidden in it, run code on the
+	// host (.bashrc, .gitconfig): never a workspace.
+	root, err := user.LookupId("0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootHome := root.HomeDir
+	hidden, err := os.MkdirTemp(rootHome, ".harnessd-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(hidden)
+
 	as := func(uid int, body string) (int, string) {
 		cmd := exec.Command(curl, "-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", td.socket, "-X", "POST", "-d", body, "http://x/v1/sessions")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
@@ -241,6 +255,8 @@ func TestClientWorkspace(t *testing.T) {
 		{65533, filepath.Join(project, "README"), "not a directory"},
 		{0, cfg.Daemon.DataDir, "harnessd's own data"},
 		{0, "/", "root directory"},
+		{0, rootHome, "home directory"},
+		{0, hidden, "home directory"},
 	} {
 		if code, body := as(c.uid, fmt.Sprintf(`{"workspace":%q}`, c.ws)); code != 400 || !strings.Contains(body, c.want) {
 			t.Errorf("uid %d, workspace %s: %d %s, want 400 %q", c.uid, c.ws, code, body, c.want)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -59,10 +60,36 @@ func (d *Daemon) userWorkspace(path string, who *Requester) (string, error) {
 	if who == nil {
 		return bad("the requester is unknown")
 	}
+	if home := homeOf(who.UID); home != "" && (within(home, real) || inHidden(real, home)) {
+		// Files there (.bashrc, .gitconfig, .ssh/config, .config/…)
+		// are run by the user's own shell and tools on the host: an
+		// agent writing them would run code outside the sandbox.
+		return bad("is, holds or is a hidden directory of uid %d's home directory (%s), whose files run code on the host; use a project directory", who.UID, home)
+	}
 	if err := writable(real, who); err != nil {
 		return bad("uid %d %v", who.UID, err)
 	}
 	return real, nil
+}
+
+// homeOf is uid's home directory, symlinks resolved; "" when it has none
+// that can be found.
+func homeOf(uid int) string {
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil || u.HomeDir == "" || u.HomeDir == "/" || !filepath.IsAbs(u.HomeDir) {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(u.HomeDir); err == nil {
+		return real
+	}
+	return filepath.Clean(u.HomeDir)
+}
+
+// inHidden reports whether path is in a hidden entry of home (~/.config,
+// ~/.ssh), where tools look for their configuration.
+func inHidden(path, home string) bool {
+	rest, ok := strings.CutPrefix(path, strings.TrimSuffix(home, "/")+"/")
+	return ok && strings.HasPrefix(rest, ".")
 }
 
 // within reports whether path is dir or below it.

@@ -519,23 +519,37 @@ func (sh *shell) signalForeground(sig syscall.Signal) (int, error) {
 // handing it the terminal, so interrupt waits a moment for a command to
 // hold the terminal and signals that command's group; a builtin loop that
 // never forks gets it after the moment. A job that was already exiting
-// when the signal came (a loop's short command) lets bash go on with the
-// loop's next job: jobs that take the terminal within 200ms are
-// signalled too (at most three).
+// when the signal came (a loop's short command: `while true; do date;
+// done`) lets bash go on with the loop's next job, so every new job that
+// takes the terminal is signalled too, for as long as new ones keep
+// coming (each within 200ms of the last, up to a second and 25 of them):
+// under load three tries missed about one loop in 80. It returns once
+// bash is back at its prompt, or no new job came for 200ms (a program
+// that handles SIGINT itself, like a REPL, is signalled once).
 func (sh *shell) interrupt() error {
 	pg, err := sh.sigint()
-	if err != nil || pg == sh.pid {
+	if err != nil {
 		return err
 	}
+	// Also when bash itself got it (no job held the terminal yet): under
+	// load bash may fork the command only now, past the moment it ignores
+	// SIGINT in, and the command's job is then signalled.
 	resent := 0
-	for end := time.Now().Add(200 * time.Millisecond); resent < 3 && time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+	begin, last := time.Now(), time.Now()
+	for resent < 25 && time.Since(last) < 200*time.Millisecond && time.Since(begin) < time.Second {
+		time.Sleep(2 * time.Millisecond)
 		cur, err := sh.foreground()
 		if err != nil {
 			return nil
 		}
-		if cur != sh.pid && cur != pg {
+		switch {
+		case cur == sh.pid:
+			if sh.procOK && sh.atPrompt(sh.look()) {
+				return nil
+			}
+		case cur != pg:
 			_ = unix.Kill(-cur, unix.SIGINT)
-			pg = cur
+			pg, last = cur, time.Now()
 			resent++
 		}
 	}

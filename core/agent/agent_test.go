@@ -472,7 +472,8 @@ func hostAgent(ctx context.Context, req *pb.StepRequest, h plugins.Host) (*pb.St
 		}
 	}
 	if outputID == "" {
-		return &pb.StepResponse{Action: &pb.StepResponse_CmdRun{CmdRun: &pb.CmdRun{Command: "seq 1 500"}}}, nil
+		// 13,893 bytes, more than trim.max_chars: trimmed, with an output id to page.
+		return &pb.StepResponse{Action: &pb.StepResponse_CmdRun{CmdRun: &pb.CmdRun{Command: "seq 1 3000"}}}, nil
 	}
 	page, err := h.ReadOutput(ctx, outputID, 250, 252)
 	if err != nil {
@@ -505,7 +506,7 @@ func TestHostServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := wait(t, td, r.ID, 30*time.Second)
-	want := `page="250\n251\n252\n" total=500 events=2 more=true tokens=1001 foreign=true`
+	want := `page="250\n251\n252\n" total=3000 events=2 more=true tokens=1001 foreign=true`
 	if end.Reason != agent.ReasonFinished || end.Message != want || end.Tokens != 1001 || end.Cost != 0.25 {
 		t.Fatalf("%+v\nwant message %s", end, want)
 	}

@@ -285,6 +285,33 @@ func TestScreenOfFullScreenPrograms(t *testing.T) {
 	}
 }
 
+// TestLessOnTheDumbTerminal: `less FILE` with harnessd's own environment
+// (TERM=dumb) shows the file's first page and its prompt, and q quits; it
+// used to stop at "terminal is not fully functional, press RETURN".
+func TestLessOnTheDumbTerminal(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&b, "line %03d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	term := newTerm(t, Options{Dir: dir, Cols: 80, Rows: 24})
+	res, out := run(t, term, req{Command: "less f.txt", SoftTimeout: 2 * time.Second})
+	if !res.Running || strings.Contains(out, "not fully functional") || !strings.Contains(out, "line 001\nline 002\n") || strings.Contains(out, "line 100") {
+		run(t, term, req{Command: "C-c", IsInput: true})
+		t.Fatalf("less: %+v %q", res, out)
+	}
+	if res, out = run(t, term, req{Command: "q", IsInput: true}); res.Running || res.ExitCode != 0 {
+		run(t, term, req{Command: "C-c", IsInput: true})
+		t.Fatalf("q: %+v %q", res, out)
+	}
+	if _, out := cmd(t, term, "echo after"); out != "after\n" {
+		t.Fatalf("after less: %q", out)
+	}
+}
+
 // TestScreenOfRedrawingPrograms: top and watch redraw forever; a call
 // returns the current screen soon after a redraw, not at max wait.
 func TestScreenOfRedrawingPrograms(t *testing.T) {

@@ -122,7 +122,10 @@ func (o *Options) environ() []string {
 		"GIT_PAGER=cat",
 		"MANPAGER=cat",
 		"SYSTEMD_PAGER=cat",
-		"LESS=-FRX",
+		// -d: with TERM=dumb, less shows the file and its prompt (q quits)
+		// instead of stopping at "terminal is not fully functional, press
+		// RETURN", which held an agent that ran `less FILE` until it guessed.
+		"LESS=-FRXd",
 		"EDITOR=cat",
 		"VISUAL=cat",
 		"GIT_EDITOR=cat",

@@ -70,6 +70,22 @@ func loopsBackedBy(img string) int {
 	return n
 }
 
+// loopsGone waits for the loop devices backed by img to go, and returns
+// how many are left. A loop device with autoclear is released by the
+// kernel after its last user closes it, asynchronously: a detached mount
+// tree (an init's old root) is freed after the init is reaped, and the
+// device is cleared from deferred work after that.
+func loopsGone(img string) int {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := loopsBackedBy(img)
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func enforcedBy(t testing.TB, sb Sandbox, limit string) Enforced {
 	t.Helper()
 	st, err := sb.Stats(context.Background())
@@ -191,8 +207,8 @@ func TestDiskQuota(t *testing.T) {
 	if err := other.sb.Destroy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := loopsBackedBy(img); n != 0 {
-		t.Errorf("%d loop devices backed by the removed image after every sandbox is gone", n)
+	if n := loopsGone(img); n != 0 {
+		t.Errorf("%d loop devices backed by the removed image 10s after every sandbox is gone", n)
 	}
 	unix.Sync()
 	if got := free - freeBytes(t, disks); got > 16<<20 {
@@ -263,8 +279,8 @@ func TestDiskCleanup(t *testing.T) {
 	if err := d2.Cleanup(context.Background()); err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}
-	if mountedAt(t, ws) || loopsBackedBy(img) != 0 {
-		t.Errorf("after Cleanup: mounted %v, %d loop devices", mountedAt(t, ws), loopsBackedBy(img))
+	if n := loopsGone(img); mountedAt(t, ws) || n != 0 {
+		t.Errorf("after Cleanup: mounted %v, %d loop devices after 10s", mountedAt(t, ws), n)
 	}
 	if _, err := os.Stat(img); !os.IsNotExist(err) {
 		t.Errorf("image left: %v", err)
@@ -306,7 +322,7 @@ func TestDiskCleanup(t *testing.T) {
 			t.Errorf("left in the disk directory: %s", e.Name())
 		}
 	}
-	if n := loopsBackedBy(img); n != 0 {
+	if n := loopsGone(img); n != 0 {
 		t.Errorf("%d loop devices backed by %s", n, img)
 	}
 	if err := b.sb.Destroy(context.Background()); err != nil {

@@ -1,0 +1,31 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/files"
+)
+
+// fileKinds are the file actions, all carried out by editFile.
+var fileKinds = []event.Payload{files.View{}, files.Create{}, files.StrReplace{}, files.Insert{}, files.Undo{}}
+
+// editFile is the executor of the file actions (package files): the
+// session's sandbox performs them, as the sandbox's user in its mount
+// namespace; a relative path starts at the shell's current directory. A
+// long view is trimmed as a command's output is, the full view kept.
+func editFile(ctx context.Context, c *Call) (Outcome, error) {
+	s := c.Session
+	ed := files.Editor{Files: s.Files(), Cwd: s.Cwd(), History: s.FileHistory()}
+	res, err := ed.Do(ctx, c.Action.Payload)
+	if res.Op == "view" && res.OK {
+		res.Output, res.Trimmed = s.TrimText(ctx, res.Output)
+	}
+	return Outcome{Observation: res}, err
+}
+
+func handleFiles(p *Pipeline) {
+	for _, k := range fileKinds {
+		p.Handle(k.Kind(), ExecutorFunc(editFile))
+	}
+}

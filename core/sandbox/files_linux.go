@@ -227,6 +227,7 @@ func max2(a, b int) int {
 // symlinks not followed, at most files.MaxListEntries.
 func listDir(dir string, depth int) ([]string, bool, error) {
 	var out []string
+	cut := false
 	var walk func(abs, rel string, depth int) error
 	walk = func(abs, rel string, depth int) error {
 		fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -234,10 +235,16 @@ func listDir(dir string, depth int) ([]string, bool, error) {
 			return err
 		}
 		f := os.NewFile(uintptr(fd), abs)
-		ents, err := f.ReadDir(-1)
+		// A directory of millions of entries is read only so far: the
+		// first maxDirRead, sorted, and the view says it was cut.
+		ents, err := f.ReadDir(maxDirRead)
+		more := len(ents) == maxDirRead
 		f.Close()
-		if err != nil {
+		if err != nil && !errors.Is(err, io.EOF) {
 			return err
+		}
+		if more {
+			cut = true
 		}
 		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 		for _, e := range ents {
@@ -266,8 +273,11 @@ func listDir(dir string, depth int) ([]string, bool, error) {
 	if errors.Is(err, errFull) {
 		return out, true, nil
 	}
-	return out, false, err
+	return out, cut, err
 }
+
+// maxDirRead bounds the names read from one directory.
+const maxDirRead = 4 * files.MaxListEntries
 
 var errFull = errors.New("listing full")
 

@@ -115,3 +115,44 @@ func TestFileActions(t *testing.T) {
 		t.Errorf("recorded: %v", kinds)
 	}
 }
+
+// TestFileActionHooksThroughDaemon: a user policy vetoes edits under
+// .github/ (recorded and answered with hook_veto, nothing written), and
+// the shipped secrets policy redacts what a file view shows. Driver
+// "none": the file actions run in the daemon, said to be unsandboxed.
+func TestFileActionHooksThroughDaemon(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policies")
+	os.Mkdir(pol, 0o755)
+	policy := `harness.on("action.*", function(ev)
+  if ev.kind ~= "file_view" and ev.kind:sub(1, 5) == "file_" and (ev.path:match("^%.github/") or ev.path:find("/%.github/", 1)) then
+    return harness.veto("CI workflows are edited by people")
+  end
+end)`
+	if err := os.WriteFile(filepath.Join(pol, "ci.lua"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, dir)
+	cfg.Hooks.Dirs = []string{pol}
+	td := startDaemon(t, cfg)
+	ctx := context.Background()
+	info, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := td.cl.Act(ctx, "h", event.SourceAgent, files.Create{Path: ".github/workflows/ci.yml", Content: "on: push\n"})
+	if v, ok := ev.Payload.(event.HookVeto); err != nil || !ok || !strings.Contains(v.Reason, "CI workflows") {
+		t.Fatalf("edit under .github/: %+v %v", ev, err)
+	}
+	if _, err := os.Stat(filepath.Join(info.Workspace, ".github")); err == nil {
+		t.Error("a vetoed file_create wrote")
+	}
+	res := fileAct(t, td.cl, "h", files.Create{Path: "env.txt", Content: "KEY=AKIAIOSFODNN7EXAMPLE\n"})
+	if !res.OK || !res.Unsandboxed || res.Path != filepath.Join(info.Workspace, "env.txt") {
+		t.Fatalf("create with driver none: %+v", res)
+	}
+	res = fileAct(t, td.cl, "h", files.View{Path: "env.txt"})
+	if strings.Contains(res.Output, "AKIAIOSFODNN7EXAMPLE") || !strings.Contains(res.Output, "REDACTED") {
+		t.Errorf("view not redacted: %q", res.Output)
+	}
+}

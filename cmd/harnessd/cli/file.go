@@ -146,3 +146,48 @@ func (c *cmd) file(args []string) int {
 	}
 	return 0
 }
+
+// fileTranscript renders a file action as the command line that would
+// have asked for it.
+func fileTranscript(a event.Payload) string {
+	switch a := a.(type) {
+	case files.View:
+		if a.FromLine != 0 || a.ToLine != 0 {
+			return fmt.Sprintf("✎ view %s (lines %d to %d)\n", a.Path, a.FromLine, a.ToLine)
+		}
+		return fmt.Sprintf("✎ view %s\n", a.Path)
+	case files.Create:
+		return fmt.Sprintf("✎ create %s (%d bytes%s)\n", a.Path, len(a.Content), map[bool]string{true: ", overwrite"}[a.Overwrite])
+	case files.StrReplace:
+		return fmt.Sprintf("✎ replace in %s: %q → %q\n", a.Path, shortText(a.Old), shortText(a.New))
+	case files.Insert:
+		return fmt.Sprintf("✎ insert into %s after line %d: %q\n", a.Path, a.Line, shortText(a.Text))
+	case files.Undo:
+		return fmt.Sprintf("✎ undo the last edit of %s\n", a.Path)
+	}
+	return ""
+}
+
+func fileResultTranscript(r files.Result) string {
+	var b strings.Builder
+	b.WriteString(r.Output)
+	if r.Output != "" && !strings.HasSuffix(r.Output, "\n") {
+		b.WriteByte('\n')
+	}
+	if r.Diff != "" {
+		b.WriteString(r.Diff)
+	}
+	fmt.Fprintf(&b, "[%s %s · %s · %dms", r.Op, map[bool]string{true: "ok", false: "failed"}[r.OK], r.Path, r.DurationMS)
+	if r.Trimmed != nil && r.Trimmed.OutputID != "" {
+		fmt.Fprintf(&b, " · full view: harnessd output %s", r.Trimmed.OutputID)
+	}
+	b.WriteString("]\n")
+	return b.String()
+}
+
+func shortText(s string) string {
+	if len(s) > 60 {
+		return s[:57] + "..."
+	}
+	return s
+}

@@ -9,8 +9,8 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"time"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/core/event"
@@ -248,6 +248,7 @@ func (e *Editor) create(ctx context.Context, c Create) (Result, error) {
 	if w.Code != "" {
 		return failure("create", p, w), nil
 	}
+	prev.after = sum([]byte(c.Content))
 	e.remember(w.Path, prev)
 	lines := splitLines(c.Content)
 	var b strings.Builder
@@ -348,7 +349,7 @@ func (e *Editor) commit(ctx context.Context, op string, r *Response, next string
 	if w.Code != "" {
 		return failure(op, r.Path, w), nil
 	}
-	e.remember(w.Path, entry{data: r.Data, existed: true})
+	e.remember(w.Path, entry{data: r.Data, existed: true, after: sum([]byte(next))})
 	var b strings.Builder
 	fmt.Fprintf(&b, "The file %s has been edited. Here's the result of running `cat -n` on a snippet of %s:\n", w.Path, w.Path)
 	lines := splitLines(next)
@@ -403,6 +404,9 @@ func (e *Editor) undo(ctx context.Context, u Undo) (Result, error) {
 	}
 	var b strings.Builder
 	diff := unifiedDiff(key, cur.Data, prev.data, cur.Code == "", prev.existed)
+	if now := sum(cur.Data); cur.Code != "" || now != prev.after {
+		b.WriteString("Note: the file had changed since that edit (a command changed it?); those later changes are undone too (the recorded diff shows them).\n")
+	}
 	if !prev.existed {
 		fmt.Fprintf(&b, "Last edit to %s undone successfully: the file did not exist before it, and is removed.\n", key)
 	} else {
@@ -544,6 +548,7 @@ const (
 type entry struct {
 	data    []byte
 	existed bool
+	after   string // the SHA-256 of what the edit wrote
 	seq     uint64
 }
 
@@ -616,4 +621,3 @@ func (h *History) Paths() []string {
 	sort.Strings(out)
 	return out
 }
-

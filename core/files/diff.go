@@ -1,6 +1,7 @@
 package files
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -15,20 +16,47 @@ const maxDiffBytes = 64 << 10
 // unifiedDiff is the diff of a to b as one hunk, between their common
 // first and last lines. A file edit changes one region, for which this is
 // exact; for an overwrite or an undo it may show more than the least. An
-// absent side (aOK, bOK false) is /dev/null, as git writes it.
+// absent side (aOK, bOK false) is /dev/null, as git writes it. It works
+// on bytes and splits only the hunk into lines: an edit of a big file
+// costs a scan, not a line array.
 func unifiedDiff(p string, a, b []byte, aOK, bOK bool) string {
-	al, bl := diffLines(string(a)), diffLines(string(b))
-	pre := 0
-	for pre < len(al) && pre < len(bl) && al[pre] == bl[pre] {
-		pre++
+	// The common prefix, back to a line start.
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
 	}
-	suf := 0
-	for suf < len(al)-pre && suf < len(bl)-pre && al[len(al)-1-suf] == bl[len(bl)-1-suf] {
-		suf++
+	pre := bytes.LastIndexByte(a[:n], '\n') + 1
+	if n == len(a) && n == len(b) {
+		if aOK == bOK {
+			return ""
+		}
+		pre = 0
 	}
-	if pre == len(al) && pre == len(bl) && aOK == bOK {
-		return ""
+	// The common suffix after it, forward to a line start in both.
+	m := 0
+	for m < len(a)-pre && m < len(b)-pre && a[len(a)-1-m] == b[len(b)-1-m] {
+		m++
 	}
+	sa, sb := len(a)-m, len(b)-m
+	for !(lineStart(a, sa) && lineStart(b, sb)) {
+		sa++
+		sb++
+	}
+	// Context: up to diffContext lines either side.
+	cs := pre
+	for i := 0; i < diffContext && cs > 0; i++ {
+		cs = bytes.LastIndexByte(a[:cs-1], '\n') + 1
+	}
+	ce := sa
+	for i := 0; i < diffContext && ce < len(a); i++ {
+		if j := bytes.IndexByte(a[ce:], '\n'); j >= 0 {
+			ce += j + 1
+		} else {
+			ce = len(a)
+		}
+	}
+	before, removed, added, after := diffLines(string(a[cs:pre])), diffLines(string(a[pre:sa])), diffLines(string(b[pre:sb])), diffLines(string(a[sa:ce]))
+	first := bytes.Count(a[:cs], []byte{'\n'})
 	from, to := "a"+p, "b"+p
 	if !aOK {
 		from = "/dev/null"
@@ -36,21 +64,19 @@ func unifiedDiff(p string, a, b []byte, aOK, bOK bool) string {
 	if !bOK {
 		to = "/dev/null"
 	}
-	start := max(0, pre-diffContext)
-	aEnd := min(len(al), len(al)-suf+diffContext)
-	bEnd := min(len(bl), len(bl)-suf+diffContext)
 	var out strings.Builder
-	fmt.Fprintf(&out, "--- %s\n+++ %s\n@@ -%s +%s @@\n", from, to, hunkRange(start, aEnd-start), hunkRange(start, bEnd-start))
-	for _, l := range al[start:pre] {
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n@@ -%s +%s @@\n", from, to,
+		hunkRange(first, len(before)+len(removed)+len(after)), hunkRange(first, len(before)+len(added)+len(after)))
+	for _, l := range before {
 		line(&out, ' ', l)
 	}
-	for _, l := range al[pre : len(al)-suf] {
+	for _, l := range removed {
 		line(&out, '-', l)
 	}
-	for _, l := range bl[pre : len(bl)-suf] {
+	for _, l := range added {
 		line(&out, '+', l)
 	}
-	for _, l := range al[len(al)-suf : aEnd] {
+	for _, l := range after {
 		line(&out, ' ', l)
 	}
 	if out.Len() > maxDiffBytes {
@@ -59,6 +85,9 @@ func unifiedDiff(p string, a, b []byte, aOK, bOK bool) string {
 	}
 	return out.String()
 }
+
+// lineStart reports whether offset i of s starts a line.
+func lineStart(s []byte, i int) bool { return i == 0 || i >= len(s) || s[i-1] == '\n' }
 
 // diffLines splits text into lines keeping their newlines, so that a
 // last line without one differs from the same line with one.

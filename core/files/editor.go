@@ -352,8 +352,8 @@ func (e *Editor) commit(ctx context.Context, op string, r *Response, next string
 	e.remember(w.Path, entry{data: r.Data, existed: true, after: sum([]byte(next))})
 	var b strings.Builder
 	fmt.Fprintf(&b, "The file %s has been edited. Here's the result of running `cat -n` on a snippet of %s:\n", w.Path, w.Path)
-	lines := splitLines(next)
-	numbered(&b, lines, max(1, start-snippetLines), min(len(lines), end+snippetLines))
+	from := max(1, start-snippetLines)
+	numberedFrom(&b, window(next, from, end+snippetLines), from, from, end+snippetLines)
 	b.WriteString("Review the changes and make sure they are as expected. Edit the file again if necessary.\n")
 	return Result{Op: op, Path: w.Path, OK: true, Output: b.String(), Diff: unifiedDiff(w.Path, r.Data, []byte(next), true, true)}, nil
 }
@@ -429,11 +429,38 @@ func splitLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-// numbered writes lines from..to (1-based, inclusive) as cat -n does.
+// numbered writes lines from..to (1-based, inclusive) of lines, whose
+// first is line first, as cat -n does.
 func numbered(b *strings.Builder, lines []string, from, to int) {
-	for i := from; i <= to && i <= len(lines); i++ {
-		fmt.Fprintf(b, "%6d\t%s\n", i, lines[i-1])
+	numberedFrom(b, lines, 1, from, to)
+}
+
+func numberedFrom(b *strings.Builder, lines []string, first, from, to int) {
+	for i := from; i <= to && i-first < len(lines); i++ {
+		if i >= first {
+			fmt.Fprintf(b, "%6d\t%s\n", i, lines[i-first])
+		}
 	}
+}
+
+// window returns lines from..to of s (1-based, inclusive, as many as
+// there are): it scans s once and splits only what it keeps, so a snippet
+// of a big file does not split all of it.
+func window(s string, from, to int) []string {
+	var out []string
+	for n := 1; n <= to && s != ""; n++ {
+		i := strings.IndexByte(s, '\n')
+		l := s
+		if i >= 0 {
+			l, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if n >= from {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // allIndexes returns where sub starts in s, non-overlapping, as Python's

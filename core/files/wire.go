@@ -34,7 +34,7 @@ type Request struct {
 	// Write: the new content. Create allows a missing file (and makes
 	// its missing parents); Excl refuses an existing one. Mode is a new
 	// file's permission bits (0644 if 0); an existing file keeps its own.
-	Data   []byte `json:",omitempty"`
+	Data   []byte `json:"-"` // framed apart from the rest, raw
 	Create bool   `json:",omitempty"`
 	Excl   bool   `json:",omitempty"`
 	Mode   uint32 `json:",omitempty"`
@@ -81,8 +81,8 @@ type Response struct {
 	Mode uint32 `json:",omitempty"`
 	Size int64  `json:",omitempty"`
 	// Data is a regular file's content (read), absent when Size is over
-	// the request's Max.
-	Data []byte `json:",omitempty"`
+	// the request's Max. Framed apart from the rest, raw.
+	Data []byte `json:"-"`
 	// Entries are a directory's, relative to Path, sorted; a directory
 	// ends in "/". Truncated says MaxListEntries cut the list.
 	Entries   []string `json:",omitempty"`

@@ -56,10 +56,13 @@ func serveFiles(sock *os.File) {
 	r := bufio.NewReader(sock)
 	for {
 		var req files.Request
-		if err := readFrame(r, &req); err != nil {
+		data, err := readFrame(r, &req)
+		if err != nil {
 			return
 		}
-		if err := writeFrame(sock, fileOpSafe(&req)); err != nil {
+		req.Data = data
+		resp := fileOpSafe(&req)
+		if err := writeFrame(sock, resp, resp.Data); err != nil {
 			return
 		}
 	}
@@ -484,9 +487,9 @@ func (fc *fileConn) do(ctx context.Context, req *files.Request) (*files.Response
 	stop := context.AfterFunc(ctx, func() { fc.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var resp files.Response
-	err := writeFrame(fc.c, req)
+	err := writeFrame(fc.c, req, req.Data)
 	if err == nil {
-		err = readFrame(fc.r, &resp)
+		resp.Data, err = readFrame(fc.r, &resp)
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {

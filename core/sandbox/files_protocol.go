@@ -5,53 +5,76 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/harnessd/harnessd/core/files"
 )
 
 // The file protocol runs on the init's socket to the daemon once the
 // shell has started (the setup conversation of protocol.go is over by
 // then): the daemon sends one files.Request, the init answers with one
-// files.Response, one at a time, each a frame of a 4-byte big-endian
-// length and that many bytes of JSON. Lengths bound what either side
-// reads, so neither trusts the other's framing to end.
+// files.Response, one at a time. A frame is a 4-byte big-endian length
+// and that much JSON (the message without its Data), then a 4-byte length
+// and that many bytes of Data, raw: a file's bytes are neither base64'd
+// nor scanned as JSON. Lengths bound what either side reads, so neither
+// trusts the other's framing to end.
 //
 // The channel is named for files but is the init's control channel: a
 // later request kind (start a second PTY process for Python cells, say)
 // fits beside Op without changing the framing.
 
-// maxFileFrame bounds a frame: a request or answer carries at most
-// files.MaxFileBytes of content, base64 in JSON (4/3), plus the rest.
-const maxFileFrame = 8 << 20
+// maxFileFrame bounds the JSON of a frame; maxFileData its data.
+const (
+	maxFileFrame = 1 << 20
+	maxFileData  = files.MaxFileBytes
+)
 
-func writeFrame(w io.Writer, v any) error {
+func writeFrame(w io.Writer, v any, data []byte) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode file frame: %w", err)
 	}
-	if len(b) > maxFileFrame {
-		return fmt.Errorf("file frame of %d bytes is over %d", len(b), maxFileFrame)
+	if len(b) > maxFileFrame || len(data) > maxFileData {
+		return fmt.Errorf("file frame of %d+%d bytes is over %d+%d", len(b), len(data), maxFileFrame, maxFileData)
 	}
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
+	buf := make([]byte, 0, 8+len(b)+len(data))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
+	buf = append(buf, b...)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(data)))
+	buf = append(buf, data...)
 	_, err = w.Write(buf)
 	return err
 }
 
-func readFrame(r io.Reader, v any) error {
+// readFrame reads one frame into v and returns its data (nil if none).
+func readFrame(r io.Reader, v any) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return err
+		return nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if n > maxFileFrame {
-		return fmt.Errorf("file frame of %d bytes is over %d", n, maxFileFrame)
+		return nil, fmt.Errorf("file frame of %d bytes is over %d", n, maxFileFrame)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
-		return fmt.Errorf("file frame: %w", io.ErrUnexpectedEOF)
+		return nil, fmt.Errorf("file frame: %w", io.ErrUnexpectedEOF)
+	}
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, fmt.Errorf("file frame: %w", io.ErrUnexpectedEOF)
+	}
+	m := binary.BigEndian.Uint32(hdr[:])
+	if m > maxFileData {
+		return nil, fmt.Errorf("file frame data of %d bytes is over %d", m, maxFileData)
+	}
+	var data []byte
+	if m > 0 {
+		data = make([]byte, m)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return nil, fmt.Errorf("file frame: %w", io.ErrUnexpectedEOF)
+		}
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("decode file frame: %w", err)
+		return nil, fmt.Errorf("decode file frame: %w", err)
 	}
-	return nil
+	return data, nil
 }

@@ -22,6 +22,9 @@ const maxDiffBytes = 64 << 10
 func unifiedDiff(p string, a, b []byte, aOK, bOK bool) string {
 	// The common prefix, back to a line start.
 	n := 0
+	for n+256 <= len(a) && n+256 <= len(b) && bytes.Equal(a[n:n+256], b[n:n+256]) {
+		n += 256
+	}
 	for n < len(a) && n < len(b) && a[n] == b[n] {
 		n++
 	}
@@ -34,6 +37,9 @@ func unifiedDiff(p string, a, b []byte, aOK, bOK bool) string {
 	}
 	// The common suffix after it, forward to a line start in both.
 	m := 0
+	for m+256 <= len(a)-pre && m+256 <= len(b)-pre && bytes.Equal(a[len(a)-m-256:len(a)-m], b[len(b)-m-256:len(b)-m]) {
+		m += 256
+	}
 	for m < len(a)-pre && m < len(b)-pre && a[len(a)-1-m] == b[len(b)-1-m] {
 		m++
 	}

@@ -158,14 +158,25 @@ func openRegular(p string, st *unix.Stat_t) (int, error) {
 
 var errSwapped = errors.New("the file was replaced while it was opened")
 
-// readAll reads at most max bytes of an open regular file; more is an
-// error, so a file growing past the stat's size is still bounded.
-func readAll(fd int, max int64) ([]byte, bool, error) {
+// readAll reads at most max bytes of an open regular file of about
+// size bytes (its fstat); more is reported, so a file growing past the
+// stat's size is still bounded.
+func readAll(fd int, size, max int64) ([]byte, bool, error) {
 	f := os.NewFile(uintptr(fd), "")
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, false, err
+	b := make([]byte, 0, min(size, max)+1) // one allocation for a file that keeps its size
+	for int64(len(b)) <= max {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):min(int64(cap(b)), max+1)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
 	}
 	if int64(len(b)) > max {
 		return nil, true, nil
@@ -207,7 +218,7 @@ func fileRead(req *files.Request) *files.Response {
 	if err != nil {
 		return errResp(p, err)
 	}
-	b, over, err := readAll(fd, max)
+	b, over, err := readAll(fd, st.Size, max)
 	if err != nil {
 		return errResp(p, err)
 	}
@@ -325,7 +336,7 @@ func checkSum(p string, st *unix.Stat_t, want string) *files.Response {
 	if err != nil {
 		return errResp(p, err)
 	}
-	b, over, err := readAll(fd, files.MaxFileBytes)
+	b, over, err := readAll(fd, st.Size, files.MaxFileBytes)
 	if err != nil {
 		return errResp(p, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -183,7 +184,7 @@ func (e *Editor) view(ctx context.Context, v View) (Result, error) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "Here are the files and directories up to 2 levels deep in %s, excluding hidden items:\n", r.Path)
 		for _, ent := range r.Entries {
-			b.WriteString(strings.TrimSuffix(r.Path, "/") + "/" + ent + "\n")
+			b.WriteString(shownName(strings.TrimSuffix(r.Path, "/")+"/"+ent) + "\n")
 		}
 		if r.Truncated {
 			fmt.Fprintf(&b, "(only the first %d entries are shown; view a subdirectory, or use find)\n", MaxListEntries)
@@ -271,7 +272,7 @@ func (e *Editor) strReplace(ctx context.Context, s StrReplace) (Result, error) {
 		return derefOr(fail, "str_replace"), err
 	}
 	content := string(r.Data)
-	idx := allIndexes(content, s.Old)
+	idx := allIndexes(content, s.Old, maxMatchesShown)
 	switch len(idx) {
 	case 0:
 		msg := fmt.Sprintf("No replacement was performed: old did not appear verbatim in %s (0 matches). Check whitespace and indentation, view the file, and copy the text exactly.", r.Path)
@@ -285,8 +286,13 @@ func (e *Editor) strReplace(ctx context.Context, s StrReplace) (Result, error) {
 		for i, at := range idx {
 			lines[i] = fmt.Sprint(lineOf(content, at))
 		}
+		n, where := len(idx), strings.Join(lines, ", ")
+		if n == maxMatchesShown {
+			n = strings.Count(content, s.Old)
+			where += fmt.Sprintf(" and %d more", n-maxMatchesShown)
+		}
 		return failed("str_replace", r.Path, "multiple_matches", fmt.Sprintf("No replacement was performed: old matched %d times in %s, starting on lines %s. Include more of the surrounding lines in old so that it matches exactly once.",
-			len(idx), r.Path, strings.Join(lines, ", "))), nil
+			n, r.Path, where)), nil
 	}
 	at := idx[0]
 	next := content[:at] + s.New + content[at+len(s.Old):]
@@ -295,7 +301,7 @@ func (e *Editor) strReplace(ctx context.Context, s StrReplace) (Result, error) {
 	}
 	start := lineOf(content, at)
 	end := start + strings.Count(s.New, "\n")
-	return e.commit(ctx, "str_replace", r, next, start, end)
+	return e.commit(ctx, "str_replace", p, r, next, start, end)
 }
 
 func (e *Editor) insert(ctx context.Context, in Insert) (Result, error) {
@@ -329,7 +335,7 @@ func (e *Editor) insert(ctx context.Context, in Insert) (Result, error) {
 	}
 	start := in.Line + 1
 	end := in.Line + max(1, strings.Count(strings.TrimSuffix(in.Text, "\n"), "\n")+1)
-	return e.commit(ctx, "insert", r, next, start, end)
+	return e.commit(ctx, "insert", p, r, next, start, end)
 }
 
 func derefOr(r *Result, op string) Result {
@@ -339,10 +345,13 @@ func derefOr(r *Result, op string) Result {
 	return Result{Op: op}
 }
 
-// commit writes an edit's new content over what r read, provided the
-// file still holds that, and answers with the edited lines start..end.
-func (e *Editor) commit(ctx context.Context, op string, r *Response, next string, start, end int) (Result, error) {
-	w, err := e.do(ctx, &Request{Op: OpWrite, Path: r.Path, Data: []byte(next), IfSum: sum(r.Data)})
+// commit writes an edit's new content to p over what r read, provided
+// the file still holds that, and answers with the edited lines
+// start..end. It writes to the path asked for, which the sandbox resolves
+// again, not to r.Path: a resolved path that is not UTF-8 does not
+// survive JSON.
+func (e *Editor) commit(ctx context.Context, op, p string, r *Response, next string, start, end int) (Result, error) {
+	w, err := e.do(ctx, &Request{Op: OpWrite, Path: p, Data: []byte(next), IfSum: sum(r.Data)})
 	if err != nil {
 		return Result{Op: op}, err
 	}
@@ -420,6 +429,15 @@ func (e *Editor) undo(ctx context.Context, u Undo) (Result, error) {
 	return Result{Op: "undo", Path: key, OK: true, Output: b.String(), Diff: diff}, nil
 }
 
+// shownName quotes a name with control characters or bytes that are not
+// UTF-8, so a file named "x\nfake line" cannot pass for two entries.
+func shownName(n string) string {
+	if !utf8.ValidString(n) || strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return strconv.Quote(n)
+	}
+	return n
+}
+
 // splitLines splits text into lines without their newlines; a final
 // newline ends the last line rather than starting an empty one.
 func splitLines(s string) []string {
@@ -463,11 +481,14 @@ func window(s string, from, to int) []string {
 	return out
 }
 
+// maxMatchesShown bounds the lines a str_replace with many matches names.
+const maxMatchesShown = 20
+
 // allIndexes returns where sub starts in s, non-overlapping, as Python's
-// str.count counts (OpenHands' rule).
-func allIndexes(s, sub string) []int {
+// str.count counts (OpenHands' rule), at most limit of them.
+func allIndexes(s, sub string, limit int) []int {
 	var out []int
-	for off := 0; ; {
+	for off := 0; len(out) < limit; {
 		i := strings.Index(s[off:], sub)
 		if i < 0 {
 			return out
@@ -475,6 +496,7 @@ func allIndexes(s, sub string) []int {
 		out = append(out, off+i)
 		off += i + len(sub)
 	}
+	return out
 }
 
 // lineOf is the 1-based line of byte offset at.

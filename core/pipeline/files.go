@@ -13,14 +13,14 @@ var fileKinds = []event.Payload{files.View{}, files.Create{}, files.StrReplace{}
 // editFile is the executor of the file actions (package files): the
 // session's sandbox performs them, as the sandbox's user in its mount
 // namespace; a relative path starts at the shell's current directory. A
-// long view is trimmed as a command's output is, the full view kept.
+// long result is trimmed as a command's output is, the whole text kept.
 func editFile(ctx context.Context, c *Call) (Outcome, error) {
 	s := c.Session
 	ed := files.Editor{Files: s.Files(), Cwd: s.Cwd(), History: s.FileHistory()}
 	res, err := ed.Do(ctx, c.Action.Payload)
-	if res.Op == "view" && res.OK {
-		res.Output, res.Trimmed = s.TrimText(ctx, res.Output)
-	}
+	// A long view is the common case; an edit's snippet or a create's
+	// first lines can be long too (a minified file is one line).
+	res.Output, res.Trimmed = s.TrimText(ctx, res.Output)
 	return Outcome{Observation: res}, err
 }
 

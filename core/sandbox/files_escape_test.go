@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,7 +147,9 @@ func TestFileHostileWorkspace(t *testing.T) {
 	}
 	b := newBox(t, d, Spec{Workspace: ws})
 	b.must("mkfifo fifo; ln -s fifo fifolink; truncate -s 100M huge; printf '\\x7fELF\\x02\\x01\\x00\\x00' > elf; " +
-		"mkdir wide; (cd wide && seq 1 5000 | xargs touch); printf 'x\\n' > text")
+		"mkdir wide; (cd wide && seq 1 5000 | xargs touch); printf 'x\\n' > text; " +
+		"mkdir esc; (cd esc && for i in $(seq 1 600); do touch \"$(printf '\\001%.0s' $(seq 1 200))$i\"; done; touch \"$(printf 'a\\nfake')\"); " +
+		"yes x | head -100 > xs")
 	hist := &files.History{}
 	cases := []struct {
 		a    event.Payload
@@ -175,6 +178,15 @@ func TestFileHostileWorkspace(t *testing.T) {
 		{files.Insert{Path: "text", Line: 5, Text: "a"}, "bad_line", "has 1 lines"},
 		{files.Undo{Path: "text"}, "no_history", "No edit"},
 		{files.View{Path: "missing"}, files.CodeNotFound, "does not exist"},
+		// The init's own /proc, however reached, is not served.
+		{files.View{Path: "/proc/self/environ"}, files.CodePermission, "Permission denied"},
+		{files.View{Path: "/proc/1/status"}, files.CodePermission, "Permission denied"},
+		{files.View{Path: "/proc/thread-self/comm"}, files.CodePermission, "Permission denied"},
+		{files.Create{Path: "/proc/1/oom_score_adj", Content: "-1000", Overwrite: true}, files.CodePermission, "Permission denied"},
+		{files.View{Path: "/proc/version"}, "", "Linux version"},
+		// Names built to blow up the answer, or to fake a line.
+		{files.View{Path: "esc"}, "", `"/workspace/esc/a\nfake"`},
+		{files.StrReplace{Path: "xs", Old: "x", New: "y"}, "multiple_matches", "matched 100 times in /workspace/xs, starting on lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 80 more"},
 	}
 	for _, c := range cases {
 		begin := time.Now()
@@ -218,5 +230,16 @@ func TestFilesAfterRebuild(t *testing.T) {
 	}
 	if res := b.edit(hist, files.Undo{Path: "/workspace/a"}); !res.OK {
 		t.Fatalf("undo after a rebuild: %+v", res)
+	}
+}
+
+// TestLocalFilesOwnProc: with the driver none the primitives run in the
+// daemon, whose own /proc (environment, descriptors) is refused.
+func TestLocalFilesOwnProc(t *testing.T) {
+	for _, p := range []string{"/proc/self/environ", "/proc/self/maps", "/proc/thread-self/status", fmt.Sprintf("/proc/%d/cmdline", os.Getpid())} {
+		r, err := LocalFiles().File(context.Background(), &files.Request{Op: files.OpRead, Path: p})
+		if err != nil || r.Code != files.CodePermission || len(r.Data) > 0 {
+			t.Errorf("%s: %+v %v", p, r, err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -62,7 +63,14 @@ func serveFiles(sock *os.File) {
 		}
 		req.Data = data
 		resp := fileOpSafe(&req)
-		if err := writeFrame(sock, resp, resp.Data); err != nil {
+		if err := writeFrame(sock, resp, resp.Data); errors.Is(err, errFrameTooBig) {
+			// A workspace built to make the answer too big (names of
+			// escapes) must not end the service: say so instead.
+			err = writeFrame(sock, &files.Response{Path: resp.Path, Code: files.CodeTooLarge, Err: "the answer is too large to send"}, nil)
+			if err != nil {
+				return
+			}
+		} else if err != nil {
 			return
 		}
 	}
@@ -90,6 +98,15 @@ func fileOp(req *files.Request) *files.Response {
 		return &files.Response{Code: files.CodeBadRequest, Err: fmt.Sprintf("path %q is not absolute", req.Path)}
 	}
 	switch req.Op {
+	case files.OpRead, files.OpWrite, files.OpRemove:
+		// The file service's own /proc (the init's, or with the driver
+		// none the daemon's: its environment, its descriptors) is not
+		// the agent's to read: refused however the path reaches it.
+		if r, err := filepath.EvalSymlinks(req.Path); err == nil && ownProc(r) {
+			return &files.Response{Path: r, Code: files.CodePermission, Err: "the file service's own /proc entries are not served"}
+		}
+	}
+	switch req.Op {
 	case files.OpRead:
 		return fileRead(req)
 	case files.OpWrite:
@@ -98,6 +115,13 @@ func fileOp(req *files.Request) *files.Response {
 		return fileRemove(req)
 	}
 	return &files.Response{Code: files.CodeBadRequest, Err: fmt.Sprintf("unknown op %q", req.Op)}
+}
+
+// ownProc reports whether a resolved path is under this process's
+// /proc/PID (what /proc/self and /proc/thread-self resolve to).
+func ownProc(p string) bool {
+	own := "/proc/" + strconv.Itoa(os.Getpid())
+	return p == own || strings.HasPrefix(p, own+"/")
 }
 
 // errResp maps an errno to the protocol's codes.
@@ -241,7 +265,7 @@ func max2(a, b int) int {
 // symlinks not followed, at most files.MaxListEntries.
 func listDir(dir string, depth int) ([]string, bool, error) {
 	var out []string
-	cut := false
+	cut, size := false, 0
 	var walk func(abs, rel string, depth int) error
 	walk = func(abs, rel string, depth int) error {
 		fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -265,10 +289,11 @@ func listDir(dir string, depth int) ([]string, bool, error) {
 			if strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			if len(out) >= files.MaxListEntries {
+			name := rel + e.Name()
+			if len(out) >= files.MaxListEntries || size+len(name) > maxListBytes {
 				return errFull
 			}
-			name := rel + e.Name()
+			size += len(name) + 1
 			if e.IsDir() {
 				out = append(out, name+"/")
 				if depth > 1 {
@@ -289,6 +314,10 @@ func listDir(dir string, depth int) ([]string, bool, error) {
 	}
 	return out, cut, err
 }
+
+// maxListBytes bounds the names of a listing, so that its answer fits a
+// frame even if every byte is escaped in JSON.
+const maxListBytes = 128 << 10
 
 // maxDirRead bounds the names read from one directory.
 const maxDirRead = 4 * files.MaxListEntries

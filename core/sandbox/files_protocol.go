@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -28,13 +29,16 @@ const (
 	maxFileData  = files.MaxFileBytes
 )
 
+// errFrameTooBig is a message over the bounds; nothing was written.
+var errFrameTooBig = errors.New("file frame too big")
+
 func writeFrame(w io.Writer, v any, data []byte) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode file frame: %w", err)
 	}
 	if len(b) > maxFileFrame || len(data) > maxFileData {
-		return fmt.Errorf("file frame of %d+%d bytes is over %d+%d", len(b), len(data), maxFileFrame, maxFileData)
+		return fmt.Errorf("%w: %d+%d bytes, over %d+%d", errFrameTooBig, len(b), len(data), maxFileFrame, maxFileData)
 	}
 	buf := make([]byte, 0, 8+len(b)+len(data))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))

@@ -272,7 +272,7 @@ func TestToolCall(t *testing.T) {
 		{"message missing", "message", `{}`, bad(`missing "text"`, messageExample)},
 		{"think", "think", `{"thought": "try ls first"}`, msg("try ls first")},
 
-		{"unknown tool", "str_replace_editor", `{}`, bad(`unknown tool "str_replace_editor"`, "bash, execute_bash, terminal, run, finish, message, think")},
+		{"unknown tool", "execute_ipython_cell", `{}`, bad(`unknown tool "execute_ipython_cell"`, "bash, execute_bash, terminal, run, str_replace_editor, finish, message, think")},
 		{"no name", "", `{"command": "ls"}`, bad("tool call has no name", bashExample)},
 	}
 	for _, tt := range tests {

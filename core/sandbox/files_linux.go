@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -496,24 +497,27 @@ func fileRemove(req *files.Request) *files.Response {
 // at a time. A request that ends early (its context, the timeout) leaves
 // the stream mid-frame, so the channel is closed, not reused.
 type fileConn struct {
-	mu     sync.Mutex
+	closed atomic.Bool // set before c is closed, without mu: a request in flight ends at once
 	c      net.Conn
+
+	mu     sync.Mutex // one request at a time
 	r      *bufio.Reader
 	broken error
 }
 
+// close ends the channel; a request waiting on it fails now rather than
+// be waited for.
 func (fc *fileConn) close() {
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	if fc.broken == nil {
-		fc.broken = errors.New("closed")
-	}
+	fc.closed.Store(true)
 	fc.c.Close()
 }
 
 func (fc *fileConn) do(ctx context.Context, req *files.Request) (*files.Response, error) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
+	if fc.closed.Load() {
+		return nil, fmt.Errorf("%w: the sandbox's shell was replaced or destroyed", files.ErrUnavailable)
+	}
 	if fc.broken != nil {
 		return nil, fmt.Errorf("%w: %w", files.ErrUnavailable, fc.broken)
 	}

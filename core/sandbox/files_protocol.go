@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/harnessd/harnessd/core/files"
 )
@@ -40,12 +41,17 @@ func writeFrame(w io.Writer, v any, data []byte) error {
 	if len(b) > maxFileFrame || len(data) > maxFileData {
 		return fmt.Errorf("%w: %d+%d bytes, over %d+%d", errFrameTooBig, len(b), len(data), maxFileFrame, maxFileData)
 	}
-	buf := make([]byte, 0, 8+len(b)+len(data))
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(b)))
-	buf = append(buf, b...)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(data)))
-	buf = append(buf, data...)
-	_, err = w.Write(buf)
+	head := make([]byte, 0, 8+len(b))
+	head = binary.BigEndian.AppendUint32(head, uint32(len(b)))
+	head = append(head, b...)
+	head = binary.BigEndian.AppendUint32(head, uint32(len(data)))
+	// The data is written from where it is, not copied: the init's
+	// memory counts against the sandbox's limit.
+	bufs := net.Buffers{head}
+	if len(data) > 0 {
+		bufs = append(bufs, data)
+	}
+	_, err = bufs.WriteTo(w)
 	return err
 }
 

@@ -149,7 +149,7 @@ func TestFileHostileWorkspace(t *testing.T) {
 	b.must("mkfifo fifo; ln -s fifo fifolink; truncate -s 100M huge; printf '\\x7fELF\\x02\\x01\\x00\\x00' > elf; " +
 		"mkdir wide; (cd wide && seq 1 5000 | xargs touch); printf 'x\\n' > text; " +
 		"mkdir esc; (cd esc && for i in $(seq 1 600); do touch \"$(printf '\\001%.0s' $(seq 1 200))$i\"; done; touch \"$(printf 'a\\nfake')\"); " +
-		"yes x | head -100 > xs")
+		"yes x | head -100 > xs; echo secret > locked; chmod 000 locked; ln -s wide wideln")
 	hist := &files.History{}
 	cases := []struct {
 		a    event.Payload
@@ -178,6 +178,11 @@ func TestFileHostileWorkspace(t *testing.T) {
 		{files.Insert{Path: "text", Line: 5, Text: "a"}, "bad_line", "has 1 lines"},
 		{files.Undo{Path: "text"}, "no_history", "No edit"},
 		{files.View{Path: "missing"}, files.CodeNotFound, "does not exist"},
+		// The file service has no capabilities: a file mode 000, even
+		// the sandbox's own, is as closed to it as to the shell
+		// (CAP_DAC_OVERRIDE would open it).
+		{files.View{Path: "locked"}, files.CodePermission, "Permission denied"},
+		{files.Create{Path: "wideln", Content: "x", Overwrite: true}, files.CodeIsDir, "is a directory"},
 		// The init's own /proc, however reached, is not served.
 		{files.View{Path: "/proc/self/environ"}, files.CodePermission, "Permission denied"},
 		{files.View{Path: "/proc/1/status"}, files.CodePermission, "Permission denied"},

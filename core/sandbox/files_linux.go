@@ -407,6 +407,8 @@ func fileWrite(req *files.Request) *files.Response {
 		mode = 0o644
 	}
 	switch {
+	case existed && typeOf(st.Mode) == files.TypeDir:
+		return &files.Response{Path: p, Type: files.TypeDir, Code: files.CodeIsDir, Err: "a directory"}
 	case existed && typeOf(st.Mode) != files.TypeFile:
 		return &files.Response{Path: p, Type: typeOf(st.Mode), Code: files.CodeNotRegular, Err: "not a regular file"}
 	case existed && (req.Excl || req.IfSum == "absent"):
@@ -472,6 +474,9 @@ func fileRemove(req *files.Request) *files.Response {
 	var st unix.Stat_t
 	if err := unix.Lstat(p, &st); err != nil {
 		return errResp(p, err)
+	}
+	if typeOf(st.Mode) == files.TypeDir {
+		return &files.Response{Path: p, Type: files.TypeDir, Code: files.CodeIsDir, Err: "a directory"}
 	}
 	if typeOf(st.Mode) != files.TypeFile {
 		return &files.Response{Path: p, Type: typeOf(st.Mode), Code: files.CodeNotRegular, Err: "not a regular file"}

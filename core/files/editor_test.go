@@ -3,6 +3,7 @@ package files_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -120,4 +121,67 @@ func TestHistoryBounds(t *testing.T) {
 	if n != files.HistoryDepth || fs.m["/a"] != "0"+strings.Repeat("x", 5) {
 		t.Errorf("%d undos, file %q", n, fs.m["/a"])
 	}
+}
+
+// FuzzEditor: every action on any content answers without panicking, an
+// edit that says OK did exactly what it says, and one that does not left
+// the file alone; a view's numbered lines are the file's.
+func FuzzEditor(f *testing.F) {
+	f.Add("a\nb\nc\n", "b", "B", 1, 0, 0)
+	f.Add("", "x", "", 0, 1, -1)
+	f.Add("x\r\ny", "\r\n", "\n", 3, 2, 2)
+	f.Add("\xff\x00", "a", "b", 0, 0, 0)
+	f.Fuzz(func(t *testing.T, content, old, repl string, line, from, to int) {
+		fs := &memFiles{m: map[string]string{"/f": content}}
+		ed := files.Editor{Files: fs, Cwd: "/", History: &files.History{}}
+		ctx := context.Background()
+		r := files.StrReplace{Path: "f", Old: old, New: repl}
+		if r.Validate() == nil {
+			res, err := ed.Do(ctx, r)
+			n := strings.Count(content, old)
+			want := content
+			if res.OK {
+				want = strings.Replace(content, old, repl, 1)
+			}
+			if err != nil || fs.m["/f"] != want || (res.OK && n != 1) {
+				t.Fatalf("str_replace %q -> %q in %q: %+v %v; file %q", old, repl, content, res, err, fs.m["/f"])
+			}
+			if res.OK {
+				if u, _ := ed.Do(ctx, files.Undo{Path: "/f"}); !u.OK || fs.m["/f"] != content {
+					t.Fatalf("undo: %+v, file %q", u, fs.m["/f"])
+				}
+			}
+		}
+		in := files.Insert{Path: "/f", Line: line, Text: repl}
+		if in.Validate() == nil {
+			res, _ := ed.Do(ctx, in)
+			if res.OK && !strings.Contains(fs.m["/f"], strings.TrimSuffix(repl, "\n")) {
+				t.Fatalf("insert %q at %d into %q: file %q", repl, line, content, fs.m["/f"])
+			}
+			if !res.OK && fs.m["/f"] != content {
+				t.Fatalf("a failed insert changed the file: %q", fs.m["/f"])
+			}
+			fs.m["/f"] = content
+		}
+		v := files.View{Path: "/f", FromLine: from, ToLine: to}
+		if v.Validate() == nil {
+			res, err := ed.Do(ctx, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OK && strings.HasPrefix(res.Output, "Here's") {
+				lines := strings.Split(strings.TrimSuffix(content, "\n"), "\n")
+				for _, l := range strings.Split(strings.TrimSuffix(res.Output, "\n"), "\n")[1:] {
+					var n int
+					num, text, ok := strings.Cut(l, "\t")
+					if !ok || l == "(the file is empty)" {
+						continue
+					}
+					if _, err := fmt.Sscan(num, &n); err != nil || n < 1 || n > len(lines) || lines[n-1] != text {
+						t.Fatalf("view line %q of %q", l, content)
+					}
+				}
+			}
+		}
+	})
 }

@@ -103,6 +103,22 @@ func TestFileActions(t *testing.T) {
 	if out := run(t, td.cl, "f", "stat -c %a /workspace/run.sh; /workspace/run.sh"); out.Output != "750\n2\n" {
 		t.Errorf("mode after an edit: %q", out.Output)
 	}
+	// The shell exits: its init is gone, the file action says so and
+	// how to go on; after a command starts a new shell it works again.
+	obs, err := td.cl.Act(ctx, "f", event.SourceUser, event.CmdRun{Command: "exit"})
+	t.Logf("exit: %+v %v", obs.Payload, err)
+	res = fileAct(t, td.cl, "f", files.View{Path: "/workspace/run.sh"})
+	t.Logf("view after exit: %s %s", res.Error, res.Output)
+	if !res.OK {
+		if res.Error != "unavailable" || !strings.Contains(res.Output, "run any command") {
+			t.Errorf("after the shell exited: %+v", res)
+		}
+		run(t, td.cl, "f", "true")
+		res = fileAct(t, td.cl, "f", files.View{Path: "/workspace/run.sh"})
+	}
+	if !res.OK {
+		t.Errorf("after a new shell: %+v", res)
+	}
 	// The actions are in the log, answered by file_result.
 	var kinds []string
 	td.cl.Events(ctx, "f", 0, false, func(ev event.Event) error {

@@ -61,7 +61,8 @@ func (e *Editor) Do(ctx context.Context, a event.Payload) (Result, error) {
 	}
 	if err != nil {
 		res = failed(res.Op, e.abs(pathOf(a)), "unavailable",
-			"The file action could not reach the sandbox ("+err.Error()+"). Nothing was changed by it; try again, or use bash.")
+			"The file action could not reach the sandbox ("+err.Error()+"). Nothing was changed by it. If the shell had exited, "+
+				"run any command (that starts a new one), then try again; or use bash.")
 	}
 	if u, ok := e.Files.(Unsandboxed); ok && u.Unsandboxed() {
 		res.Unsandboxed = true

@@ -1,9 +1,6 @@
 package files
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // MaxFileBytes is the largest file the editor reads or writes. Larger
 // files are answered with their size and type: a model cannot use
@@ -101,7 +98,3 @@ type Filer interface {
 type Unsandboxed interface {
 	Unsandboxed() bool
 }
-
-// ErrUnavailable means the session has no way to reach its files now: its
-// sandbox's init is gone (the shell is being rebuilt) or broke.
-var ErrUnavailable = errors.New("files: the sandbox's file service is not available")

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/files"
@@ -21,6 +22,11 @@ func editFile(ctx context.Context, c *Call) (Outcome, error) {
 	// A long view is the common case; an edit's snippet or a create's
 	// first lines can be long too (a minified file is one line).
 	res.Output, res.Trimmed = s.TrimText(ctx, res.Output)
+	if errors.Is(err, files.ErrUnavailable) && ctx.Err() == nil {
+		// The observation says so and what to do; a run goes on (an
+		// executor's error ends an agent's run).
+		err = nil
+	}
 	return Outcome{Observation: res}, err
 }
 

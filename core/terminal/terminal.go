@@ -245,9 +245,11 @@ type Terminal struct {
 	pid       atomic.Int64
 	live      atomic.Pointer[shell]
 	running   atomic.Bool
-	appCursor atomic.Bool            // the program asked for application cursor keys
-	deadline  atomic.Int64           // unix nanoseconds of the running command's hard deadline; 0 none
-	cwd       atomic.Pointer[string] // the shell's $PWD at its last prompt a call saw (Cwd)
+	appCursor atomic.Bool  // the program asked for application cursor keys
+	deadline  atomic.Int64 // unix nanoseconds of the running command's hard deadline; 0 none
+
+	// cwd is the shell's $PWD at the last prompt a call saw (Cwd).
+	cwd atomic.Pointer[string]
 
 	// quit is cancelled (with ErrClosed) when Close begins, before it
 	// waits for mu: a Run in progress stops waiting at once, so Close

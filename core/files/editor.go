@@ -119,7 +119,7 @@ func failure(op, p string, r *Response) Result {
 	case CodeIsDir:
 		msg = fmt.Sprintf("%s is a directory; this action works on files.", p)
 	case CodeProtected:
-		msg = fmt.Sprintf("%s is a protected path: it is read-only in this sandbox and cannot be changed (%s).", p, r.Err)
+		msg = fmt.Sprintf("%s is a protected path: it is read-only in this sandbox and cannot be changed.", p)
 	case CodePermission:
 		msg = fmt.Sprintf("Permission denied on %s (%s).", p, r.Err)
 	case CodeExists:

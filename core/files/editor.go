@@ -592,7 +592,7 @@ type History struct {
 // The bounds of a History: the oldest entries go first.
 const (
 	HistoryDepth = 10
-	HistoryBytes = 32 << 20
+	HistoryBytes = 8 << 20
 )
 
 type entry struct {

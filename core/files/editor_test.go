@@ -185,3 +185,31 @@ func FuzzEditor(f *testing.F) {
 		}
 	})
 }
+
+// TestHistoryBytes: the undo history holds HistoryBytes in all, the
+// oldest edits going first.
+func TestHistoryBytes(t *testing.T) {
+	fs := &memFiles{m: map[string]string{}}
+	ed := files.Editor{Files: fs, Cwd: "/", History: &files.History{}}
+	big := strings.Repeat("x", 1<<20)
+	const n = 12
+	for i := range n {
+		p := fmt.Sprintf("/f%d", i)
+		fs.m[p] = big
+		if r, _ := ed.Do(context.Background(), files.Create{Path: p, Content: "small", Overwrite: true}); !r.OK {
+			t.Fatalf("%+v", r)
+		}
+	}
+	kept := 0
+	for i := range n {
+		if r, _ := ed.Do(context.Background(), files.Undo{Path: fmt.Sprintf("/f%d", i)}); r.OK {
+			kept++
+			if i < n-files.HistoryBytes>>20 {
+				t.Errorf("the edit of /f%d, among the oldest, was kept", i)
+			}
+		}
+	}
+	if kept != files.HistoryBytes>>20 {
+		t.Errorf("%d edits of 1 MiB kept, want %d", kept, files.HistoryBytes>>20)
+	}
+}

@@ -28,4 +28,12 @@
 //   - The undo history is the daemon's, per session and per file, and
 //     bounded (HistoryDepth, HistoryBytes): it survives a shell rebuild
 //     but not a daemon restart.
+//   - An edit checks that the file still holds what it read (IfSum) just
+//     before it replaces it; a command writing the file in between can
+//     still lose its write to the rename.
+//   - A sandbox killed in the middle of a write leaves its temporary file
+//     (.NAME.harnessd-XXXX) beside the target.
+//   - Action hooks see the path as the model wrote it; the resolved path
+//     is known only in the sandbox (Result.Path). A guarantee that a path
+//     is never edited is a protected path, not a hook.
 package files

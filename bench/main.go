@@ -57,6 +57,9 @@
 //     native daemon with a warm pool (hits, by their sandbox id) beside
 //     one without; then 100 sessions created at once (20 under -quick),
 //     deleted, and checked to leave no process behind.
+//   - files: file_str_replace of one line of a 10,000-line file through
+//     the API (performed in the native sandbox by its init) beside the
+//     same edit as `sed -i` through cmd_run, alternating.
 //
 // Each target prints PASS or MISS beside it. A MISS never fails the run;
 // the exit status is non-zero only when something could not be measured
@@ -140,6 +143,7 @@ var sections = []section{
 	{"sessions", "sessions created per second, and daemon memory per idle session", (*bench).sessions},
 	{"sandbox", "session create-to-first-prompt in a native sandbox, cold and from the warm pool", (*bench).sandbox},
 	{"mcp", "`true` through `harnessd mcp` on stdio, beside the API", (*bench).mcp},
+	{"files", "file_str_replace on a 10,000-line file beside sed -i through cmd_run", (*bench).files},
 	{"agents", "the agent plugin boundary: a Step round trip, a plugin's start, a scripted run", (*bench).agents},
 	{"lines", "100,000 lines end to end (PTY -> clean -> trim -> spill)", (*bench).lines},
 	{"stream", "a long stream through session.Command", (*bench).stream},

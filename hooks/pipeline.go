@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/files"
 	"github.com/harnessd/harnessd/core/pipeline"
 	"github.com/harnessd/harnessd/core/session"
 	"github.com/harnessd/harnessd/core/trim"
@@ -61,6 +62,9 @@ func (p *Pipeline) BeforeAction(ctx context.Context, s *session.Session, _ event
 // through the API are redacted by RedactPage). A failing hook withholds
 // the output rather than show what a redaction may have been meant to hide.
 func (p *Pipeline) AfterObservation(ctx context.Context, s *session.Session, action event.Event, o *pipeline.Outcome) error {
+	if fr, ok := o.Observation.(files.Result); ok {
+		return p.afterFile(ctx, s, action, o, fr)
+	}
 	out, ok := o.Observation.(event.CmdOutput)
 	if !ok {
 		return nil
@@ -97,6 +101,31 @@ func (p *Pipeline) AfterObservation(ctx context.Context, s *session.Session, act
 		out.Output = Redact(out.Output, st.Redactions)
 	}
 	o.Observation = out
+	return nil
+}
+
+// afterFile runs the observation hooks on the text a file action shows
+// the model (a view of a .env file holds secrets as a cat of it would),
+// as the output of a command: their redactions and character budget
+// apply to it. The diff stays as recorded, for audit, as a command's
+// stored full output does.
+func (p *Pipeline) afterFile(ctx context.Context, s *session.Session, action event.Event, o *pipeline.Outcome, fr files.Result) error {
+	st, err := p.Engine.Observation(ctx, sessionOf(s), action.Payload, event.CmdOutput{ExitCode: fr.ExitCode, Output: fr.Output})
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		fr.Output = "The file's text is withheld: an observation hook failed (" + err.Error() + ")."
+		o.Observation = fr
+		return nil
+	}
+	if st.MaxChars > 0 && utf8.RuneCountInString(fr.Output) > st.MaxChars {
+		fr.Output = cutChars(fr.Output, st.MaxChars)
+	}
+	if len(st.Redactions) > 0 {
+		fr.Output = Redact(fr.Output, st.Redactions)
+	}
+	o.Observation = fr
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/files"
 	"github.com/harnessd/harnessd/core/pipeline"
 	pb "github.com/harnessd/harnessd/plugins/proto"
 )
@@ -282,9 +283,16 @@ func (r *run) eventsAfter(seq uint64) ([][]byte, uint64, error) {
 		}
 		out = append(out, b)
 		last = ev.Seq
-		if o, ok := ev.Payload.(event.CmdOutput); ok && o.Trimmed != nil && o.Trimmed.OutputID != "" {
+		var tr *event.Trimmed
+		switch o := ev.Payload.(type) {
+		case event.CmdOutput:
+			tr = o.Trimmed
+		case files.Result: // a long file view, kept whole
+			tr = o.Trimmed
+		}
+		if tr != nil && tr.OutputID != "" {
 			r.mu.Lock()
-			r.outputs[o.Trimmed.OutputID] = true
+			r.outputs[tr.OutputID] = true
 			r.mu.Unlock()
 		}
 		return nil

@@ -39,6 +39,12 @@ func FuzzToolCall(f *testing.F) {
 		{"finish", `{"message": null}`}, {"message", `{"text": "hi"}`}, {"think", `{}`}, {"nope", ``},
 		{"run", `{"Command": "ls", "timeout_s": "30s"}`}, {"terminal", `{"command": "['x']"}`},
 		{"bash", "\xff\xfe"}, {"bash", `{"command": "\ud800"}`},
+		{"str_replace_editor", `{"command": "view", "path": "/w/a.py", "view_range": [1, -1]}`},
+		{"str_replace_editor", `{"command": "create", "path": "a", "file_text": "x\n"}`},
+		{"str_replace_editor", `{"command": "str_replace", "path": "a", "old_str": "x", "new_str": null}`},
+		{"str_replace_editor", `{"command": "insert", "path": "a", "insert_line": 3, "new_str": "y"}`},
+		{"str_replace_editor", `{"command": "undo_edit", "path": "a", "file_text": ""}`},
+		{"str_replace_editor", `{"command": "view", "path": "a", "view_range": [1.5, "2"]}`},
 	} {
 		f.Add(s.name, []byte(s.args))
 	}
@@ -46,7 +52,7 @@ func FuzzToolCall(f *testing.F) {
 		checkAction(t, ToolCall(name, args), false)
 		// The same arguments under each real tool name, so the fuzzer does
 		// not have to discover the names to reach the decoders.
-		for _, n := range append(append([]string{}, bashTools...), otherTools...) {
+		for _, n := range append(append(append([]string{}, bashTools...), editorTools...), otherTools...) {
 			a := ToolCall(n, args)
 			checkAction(t, a, false)
 			// (A backslash may spell the key with escapes: "\u0063ommand".)

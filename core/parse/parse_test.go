@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/files"
 )
 
 // checkAction fails t if a breaks the package's promises: one of the four
@@ -29,6 +30,13 @@ func checkAction(t testing.TB, a event.Payload, fromText bool) {
 			t.Fatalf("Text set a tool-call-only field: %#v", v)
 		}
 	case event.Finish, event.Message:
+	case files.View, files.Create, files.StrReplace, files.Insert, files.Undo:
+		if fromText {
+			t.Fatalf("Text gave a file action: %#v", v)
+		}
+		if err := v.(interface{ Validate() error }).Validate(); err != nil {
+			t.Fatalf("file action that does not validate: %#v: %v", v, err)
+		}
 	case event.InvalidAction:
 		if v.Reason == "" || v.Guidance == "" {
 			t.Fatalf("InvalidAction without reason or guidance: %#v", v)
@@ -264,7 +272,7 @@ func TestToolCall(t *testing.T) {
 		{"message missing", "message", `{}`, bad(`missing "text"`, messageExample)},
 		{"think", "think", `{"thought": "try ls first"}`, msg("try ls first")},
 
-		{"unknown tool", "str_replace_editor", `{}`, bad(`unknown tool "str_replace_editor"`, "bash, execute_bash, terminal, run, finish, message, think")},
+		{"unknown tool", "execute_ipython_cell", `{}`, bad(`unknown tool "execute_ipython_cell"`, "bash, execute_bash, terminal, run, str_replace_editor, finish, message, think")},
 		{"no name", "", `{"command": "ls"}`, bad("tool call has no name", bashExample)},
 	}
 	for _, tt := range tests {
@@ -384,5 +392,51 @@ func TestRecover(t *testing.T) {
 	m, ok := a.(event.InvalidAction)
 	if !ok || m.Reason != reasonInternal || m.Guidance == "" {
 		t.Fatalf("got %#v", a)
+	}
+}
+
+// TestEditorToolCall: OpenHands' str_replace_editor maps to the file
+// actions, strictly, with guidance that shows the corrected call.
+func TestEditorToolCall(t *testing.T) {
+	const tool = "str_replace_editor"
+	for _, c := range []struct {
+		args string
+		w    want
+	}{
+		{`{"command": "view", "path": "/workspace"}`, want{action: files.View{Path: "/workspace"}}},
+		{`{"command": "view", "path": "a.py", "view_range": [3, -1]}`, want{action: files.View{Path: "a.py", FromLine: 3, ToLine: -1}}},
+		{`{"command": "create", "path": "/w/a.py", "file_text": "x = 1\n"}`, want{action: files.Create{Path: "/w/a.py", Content: "x = 1\n"}}},
+		{`{"command": "str_replace", "path": "a", "old_str": "x", "new_str": "y"}`, want{action: files.StrReplace{Path: "a", Old: "x", New: "y"}}},
+		{`{"command": "str_replace", "path": "a", "old_str": "x"}`, want{action: files.StrReplace{Path: "a", Old: "x"}}},
+		{`{"command": "insert", "path": "a", "insert_line": 0, "new_str": "y"}`, want{action: files.Insert{Path: "a", Line: 0, Text: "y"}}},
+		{`{"command": "undo_edit", "path": "a", "view_range": null}`, want{action: files.Undo{Path: "a"}}},
+		{`{"command": "delete", "path": "a"}`, want{action: event.InvalidAction{Reason: `unknown command "delete"`}, guidance: []string{"view, create, str_replace, insert, undo_edit"}}},
+		{`{"command": "view", "path": "a", "file_text": "x"}`, want{action: event.InvalidAction{Reason: `"file_text" does not apply to view`}, guidance: []string{`{"command": "view", "path": "a"}`}}},
+		{`{"command": "insert", "path": "a", "insert_line": "3", "new_str": "y"}`, want{action: event.InvalidAction{Reason: `"insert_line" must be a whole number`}, guidance: []string{"insert_line (integer)"}}},
+		{`{"command": "insert", "path": "a", "new_str": "y"}`, want{action: event.InvalidAction{Reason: `insert needs "insert_line"`}, guidance: []string{`"insert_line": 0`}}},
+		{`{"command": "view", "path": "a", "view_range": [5, 2]}`, want{action: event.InvalidAction{Reason: "view_range [5, 2]"}, guidance: []string{"[1, 40]"}}},
+		{`{"command": "str_replace", "path": "a", "old_str": "", "new_str": "y"}`, want{action: event.InvalidAction{Reason: "str_replace: old is empty"}, guidance: []string{`"old_str": ""`}}},
+		{`{"command": "create", "path": "a"}`, want{action: event.InvalidAction{Reason: `create needs "file_text"`}, guidance: []string{`"file_text": "<the whole file>"`}}},
+		{`{"cmd": "view", "path": "a"}`, want{action: event.InvalidAction{Reason: `unknown field "cmd"`}, guidance: []string{"For example"}}},
+		{`{"command": "view"}`, want{action: event.InvalidAction{Reason: `missing "path"`}, guidance: []string{"path (string)"}}},
+		{`{'command': 'view', 'path': 'a'}`, want{action: event.InvalidAction{Reason: "arguments are a Python literal"}, guidance: []string{`{"command": "view", "path": "a"}`}}},
+	} {
+		got := ToolCall(tool, []byte(c.args))
+		checkAction(t, got, false)
+		m, invalid := c.w.action.(event.InvalidAction)
+		gm, gotInvalid := got.(event.InvalidAction)
+		switch {
+		case invalid != gotInvalid:
+			t.Errorf("%s: got %#v, want %#v", c.args, got, c.w.action)
+		case !invalid && got != c.w.action:
+			t.Errorf("%s: got %#v, want %#v", c.args, got, c.w.action)
+		case invalid && !strings.HasPrefix(gm.Reason, m.Reason):
+			t.Errorf("%s: reason %q, want it to start %q", c.args, gm.Reason, m.Reason)
+		}
+		for _, s := range c.w.guidance {
+			if !strings.Contains(gm.Guidance, s) {
+				t.Errorf("%s: guidance lacks %q:\n%s", c.args, s, gm.Guidance)
+			}
+		}
 	}
 }

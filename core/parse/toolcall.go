@@ -50,6 +50,8 @@ func ToolCall(name string, arguments []byte) (a event.Payload) {
 		}
 	case contains(bashTools, n):
 		return bashCall(n, arguments)
+	case contains(editorTools, n):
+		return editorCall(n, arguments)
 	case n == "finish":
 		return simpleCall(n, arguments, "message", false, finishExample, func(s string) event.Payload { return event.Finish{Message: s} })
 	case n == "message":
@@ -59,7 +61,7 @@ func ToolCall(name string, arguments []byte) (a event.Payload) {
 	}
 	return event.InvalidAction{
 		Reason: fmt.Sprintf("unknown tool %q", shorten(strings.TrimSpace(name), 60)),
-		Guidance: "There is no tool by that name. The tools are: " + strings.Join(append(append([]string{}, bashTools...), otherTools...), ", ") +
+		Guidance: "There is no tool by that name. The tools are: " + strings.Join(append(append(append([]string{}, bashTools...), editorTools...), otherTools...), ", ") +
 			". To run a shell command, call bash with " + bashExample + "; to end the task, call finish with " + finishExample + ".",
 	}
 }

@@ -90,7 +90,8 @@ type Pipeline struct {
 var recordRetries = []time.Duration{100 * time.Millisecond, 400 * time.Millisecond, time.Second}
 
 // New returns a pipeline with the built-in executors: cmd_run runs in the
-// session's shell; message and finish are their own record.
+// session's shell; message and finish are their own record; the file
+// actions (package files) run in the session's sandbox.
 func New(opts Options) *Pipeline {
 	if opts.Hooks == nil {
 		opts.Hooks = NoHooks{}
@@ -99,6 +100,7 @@ func New(opts Options) *Pipeline {
 	p.Handle(event.KindCmdRun, ExecutorFunc(runCommand))
 	p.Handle(event.KindMessage, ExecutorFunc(recordOnly))
 	p.Handle(event.KindFinish, ExecutorFunc(recordOnly))
+	handleFiles(p) // file_view, file_create, …: files.go
 	return p
 }
 

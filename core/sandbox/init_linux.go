@@ -101,7 +101,8 @@ func runInit() int {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		return initFailed
 	}
-	sock.Close()
+	// The socket stays open: the init serves file actions on it (files_linux.go).
+	go serveFiles(sock)
 	go func() {
 		for sig := range sigs {
 			_ = unix.Kill(pid, sig.(syscall.Signal))

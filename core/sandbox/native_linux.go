@@ -498,6 +498,7 @@ type nativeSandbox struct {
 	pending    *launch // prepared, not yet Started
 	inits      []*initProc
 	destroyed  bool
+	files      *fileConn // the running init's file channel (files_linux.go)
 
 	destroyOnce sync.Once
 	destroyErr  error
@@ -861,7 +862,12 @@ func (s *nativeSandbox) Started(pid int) error {
 	if err != nil {
 		return fmt.Errorf("sandbox init socket: %w", err)
 	}
-	defer c.Close()
+	kept := false // the socket goes on as the file channel once the shell runs
+	defer func() {
+		if !kept {
+			c.Close()
+		}
+	}()
 	if err := c.SetDeadline(time.Now().Add(s.d.opts.StartTimeout)); err != nil {
 		return err
 	}
@@ -909,6 +915,8 @@ func (s *nativeSandbox) Started(pid int) error {
 	if _, err := recv("shell start"); err != nil {
 		return err
 	}
+	kept = true
+	s.keepFiles(c, r)
 	return nil
 }
 
@@ -992,6 +1000,7 @@ func (s *nativeSandbox) destroy(ctx context.Context) error {
 	inits := s.inits
 	s.inits = nil
 	s.mu.Unlock()
+	s.closeFiles()
 
 	var errs []error
 	for _, ip := range inits {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/files"
 	"github.com/harnessd/harnessd/core/live"
 	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/terminal"
@@ -71,6 +72,7 @@ type Session struct {
 	kept             atomic.Int64
 	log              *slog.Logger
 	dir              string
+	fileHistory      files.History // the file actions' undo history (files.go)
 }
 
 // New starts a session's terminal and records sandbox_started.

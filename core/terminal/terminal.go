@@ -251,6 +251,9 @@ type Terminal struct {
 	appCursor atomic.Bool  // the program asked for application cursor keys
 	deadline  atomic.Int64 // unix nanoseconds of the running command's hard deadline; 0 none
 
+	// cwd is the shell's $PWD at the last prompt a call saw (Cwd).
+	cwd atomic.Pointer[string]
+
 	// quit is cancelled (with ErrClosed) when Close begins, before it
 	// waits for mu: a Run in progress stops waiting at once, so Close
 	// never waits for a command to finish.
@@ -441,6 +444,10 @@ func (t *Terminal) start(ctx context.Context) error {
 				}
 				if learned {
 					t.last = *f
+					if f.Cwd != "" {
+						cwd := f.Cwd
+						t.cwd.Store(&cwd)
+					}
 					t.flushOutput()
 					t.cleaner.Reset(&t.sink)
 					sh.nofile = sh.nofileLimit()
@@ -464,6 +471,17 @@ func newNonce() (string, error) {
 		return "", fmt.Errorf("nonce: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// Cwd is the shell's working directory at the last prompt a call saw
+// (the first prompt, or the end of the last command); "" before any. A
+// command still running may have changed it since. It never waits for a
+// running command.
+func (t *Terminal) Cwd() string {
+	if p := t.cwd.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // PID is the current shell's pid. It never waits for a running command.
@@ -1530,6 +1548,10 @@ func (t *Terminal) rebuild(ctx context.Context) error {
 func (t *Terminal) result(code int, k *call, running bool) Result {
 	if running {
 		code = -1
+	}
+	if t.last.Cwd != "" {
+		cwd := t.last.Cwd
+		t.cwd.Store(&cwd)
 	}
 	return Result{
 		ExitCode: code,

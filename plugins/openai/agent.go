@@ -9,7 +9,9 @@
 // prompt with the repository guidance, the task, then the run's actions
 // as the model's tool calls and the observations as their results. In
 // "tools" mode the model gets execute_bash {command, is_input, timeout,
-// reset}, think {thought} and finish {message}; a reply without a tool call
+// reset}, str_replace_editor (OpenHands' file editor: view, create,
+// str_replace, insert, undo_edit), think {thought} and finish {message};
+// a reply without a tool call
 // is read CodeAct-style (a fenced bash block, a <finish> tag). Every reply
 // and tool call goes to harnessd to parse (core/parse), so a malformed one
 // becomes an invalid_action the model sees next step. think is the agent's

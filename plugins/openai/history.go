@@ -47,6 +47,18 @@ type rawEvent struct {
 	Run     string `json:"run"`
 	Action  string `json:"action"`
 	Thought string `json:"thought"`
+
+	// The file actions (file_view, file_create, …) and file_result.
+	Path      string `json:"path"`
+	FromLine  int    `json:"from_line"`
+	ToLine    int    `json:"to_line"`
+	Content   string `json:"content"`
+	Overwrite bool   `json:"overwrite"`
+	Old       string `json:"old"`
+	New       string `json:"new"`
+	Line      int    `json:"line"`
+	Op        string `json:"op"`
+	OK        bool   `json:"ok"`
 }
 
 func decodeEvents(raws [][]byte) ([]rawEvent, error) {
@@ -65,6 +77,7 @@ const systemTools = `You are an autonomous software engineering agent. You work 
 
 Act one step at a time with the tools:
 - execute_bash runs one command and shows its output, exit code and working directory. Long outputs are trimmed to their first and last lines and the lines with errors; a placeholder says what was left out. A command that prints nothing new for a while comes back with exit code -1 while it goes on running: call execute_bash with an empty command to wait for more output, or with command "C-c" and is_input true to interrupt it. Use timeout (seconds) for commands that may hang.
+- str_replace_editor views, creates and edits files: view shows a file with line numbers (or a directory two levels deep); str_replace replaces text that occurs exactly once (copy it exactly, with its indentation); insert adds text after a line; undo_edit reverts your last edit of a file. Prefer it to sed or heredocs for editing.
 - think records your reasoning without acting.
 - finish ends the task, with a short summary of what you did and how you checked it.
 
@@ -92,6 +105,7 @@ func toolDefs() []tool {
 			"timeout":  map[string]any{"type": "number", "description": "Seconds after which the command is interrupted."},
 			"reset":    map[string]any{"type": "boolean", "description": "Kill the shell and start a fresh one first."},
 		}, "command")}},
+		editorTool(),
 		{Type: "function", Function: toolDef{Name: "think", Description: "Think out loud: plan, reason about what you saw. Does not act.", Parameters: obj(map[string]any{
 			"thought": str("Your reasoning."),
 		}, "thought")}},
@@ -242,6 +256,17 @@ func (b *builder) event(ev rawEvent, run string) {
 			shown = "(keys: " + ev.Command + ")"
 		}
 		b.call(ev.Seq, "execute_bash", args, "```bash\n"+shown+"\n```")
+	case "file_view", "file_create", "file_str_replace", "file_insert", "file_undo":
+		args := editorArgs(ev)
+		if !agent {
+			b.add(message{Role: "user", Content: fmt.Sprintf("(The user used the file editor: %s %s)", args["command"], ev.Path)})
+			return
+		}
+		a, _ := json.Marshal(args)
+		b.call(ev.Seq, "str_replace_editor", args, "str_replace_editor "+string(a))
+	case "file_result":
+		text, masked := renderFile(ev)
+		b.result(ev.Cause, ev.Seq, text, masked, "Result of the user's file action:\n")
 	case "cmd_output":
 		text, masked := render(ev)
 		b.result(ev.Cause, ev.Seq, text, masked, "Output of the user's command:\n")
@@ -314,4 +339,70 @@ func render(o rawEvent) (full, masked string) {
 	}
 	masked = fmt.Sprintf("%s\n[... %d lines masked to save context%s ...]\n%s\n%s", lines[0], len(lines)-2, id, lines[len(lines)-1], state)
 	return full, masked
+}
+
+// editorTool is OpenHands' str_replace_editor, with its schema, so that
+// models trained on it call it as they learned to; harnessd parses the
+// call (core/parse) into its file actions.
+func editorTool() tool {
+	desc := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	return tool{Type: "function", Function: toolDef{Name: "str_replace_editor",
+		Description: "Custom editing tool for viewing, creating and editing files in plain-text format\n" +
+			"* State is persistent across command calls and discussions with the user\n" +
+			"* If `path` is a file, `view` displays the result of applying `cat -n`. If `path` is a directory, `view` lists non-hidden files and directories up to 2 levels deep\n" +
+			"* The `create` command cannot be used if the specified `path` already exists as a file\n" +
+			"* If a `command` generates a long output, it will be truncated\n" +
+			"* The `undo_edit` command will revert the last edit made to the file at `path`\n\n" +
+			"Notes for using the `str_replace` command:\n" +
+			"* The `old_str` parameter should match EXACTLY one or more consecutive lines from the original file. Be mindful of whitespaces!\n" +
+			"* If the `old_str` parameter is not unique in the file, the replacement will not be performed. Make sure to include enough context in `old_str` to make it unique\n" +
+			"* The `new_str` parameter should contain the edited lines that should replace the `old_str`",
+		Parameters: map[string]any{"type": "object", "required": []string{"command", "path"}, "properties": map[string]any{
+			"command": map[string]any{"type": "string", "enum": []string{"view", "create", "str_replace", "insert", "undo_edit"},
+				"description": "The commands to run. Allowed options are: `view`, `create`, `str_replace`, `insert`, `undo_edit`."},
+			"path":      desc("Absolute path to file or directory, e.g. `/workspace/file.py` or `/workspace`."),
+			"file_text": desc("Required parameter of `create` command, with the content of the file to be created."),
+			"old_str":   desc("Required parameter of `str_replace` command containing the string in `path` to replace."),
+			"new_str":   desc("Optional parameter of `str_replace` command containing the new string (if not given, no string will be added). Required parameter of `insert` command containing the string to insert."),
+			"insert_line": map[string]any{"type": "integer",
+				"description": "Required parameter of `insert` command. The `new_str` will be inserted AFTER the line `insert_line` of `path`."},
+			"view_range": map[string]any{"type": "array", "items": map[string]any{"type": "integer"},
+				"description": "Optional parameter of `view` command when `path` points to a file. If none is given, the full file is shown. If provided, the file will be shown in the indicated line number range, e.g. [11, 12] will show lines 11 and 12. Indexing at 1 to start. Setting `[start_line, -1]` shows all lines from `start_line` to the end of the file."},
+		}},
+	}}
+}
+
+// editorArgs renders a file action as the str_replace_editor call that
+// asks for it.
+func editorArgs(ev rawEvent) map[string]any {
+	args := map[string]any{"path": ev.Path}
+	switch ev.Kind {
+	case "file_view":
+		args["command"] = "view"
+		if ev.FromLine != 0 || ev.ToLine != 0 {
+			args["view_range"] = []int{max(ev.FromLine, 1), ev.ToLine}
+		}
+	case "file_create":
+		args["command"], args["file_text"] = "create", ev.Content
+	case "file_str_replace":
+		args["command"], args["old_str"], args["new_str"] = "str_replace", ev.Old, ev.New
+	case "file_insert":
+		args["command"], args["insert_line"], args["new_str"] = "insert", ev.Line, ev.Text
+	case "file_undo":
+		args["command"] = "undo_edit"
+	}
+	return args
+}
+
+// renderFile shows a file action's result, and its masked form.
+func renderFile(o rawEvent) (full, masked string) {
+	full = o.Output
+	if !o.OK {
+		full = "ERROR: " + full
+	}
+	lines := strings.Split(strings.TrimSuffix(full, "\n"), "\n")
+	if len(lines) <= 2 {
+		return full, full
+	}
+	return full, fmt.Sprintf("%s\n[... %d lines masked to save context; view the file again if you need them ...]\n%s", lines[0], len(lines)-2, lines[len(lines)-1])
 }

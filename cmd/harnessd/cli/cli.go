@@ -56,6 +56,14 @@ client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --
   exec [--timeout DUR] [--input] [--trimmed] SESSION -- COMMAND...
                                            run a command, printing its output as it prints it (--trimmed: what
                                            the model is shown, once it returns); exits with its exit code
+  file view SESSION PATH [--lines A-B]    view a file with line numbers (or a directory, two levels deep),
+                                           inside the session's sandbox; PATH absolute or relative to the
+                                           shell's current directory
+  file create SESSION PATH [--overwrite] (--content TEXT | --from FILE|-)
+  file replace SESSION PATH --old TEXT --new TEXT
+  file insert SESSION PATH --line N (--text TEXT | --from FILE|-)
+  file undo SESSION PATH                   edit a file (--diff: print the recorded diff); exit 1 if the
+                                           edit was refused (0 or 2+ matches, a protected path ...)
   events SESSION [-f] [--after N] [--progress]
                                            print a session's events (-f: follow until it ends, with running
                                            commands' output as it is printed; --json --progress: that too)
@@ -109,6 +117,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return c.session(args[1:])
 	case "exec":
 		return c.exec(args[1:])
+	case "file":
+		return c.file(args[1:])
 	case "events":
 		return c.events(args[1:])
 	case "output":

@@ -6,6 +6,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/files"
 )
 
 // Replayer checks that a session's history is whole as it is read: seqs
@@ -44,7 +45,7 @@ func (r *Replayer) Check(ev event.Event) error {
 // record: nothing answers them unless a hook refused them.
 func (r *Replayer) Done() error {
 	for seq, kind := range r.open {
-		if kind == event.KindCmdRun || kind == event.KindDelegate {
+		if kind == event.KindCmdRun || kind == event.KindDelegate || strings.HasPrefix(string(kind), "file_") {
 			return fmt.Errorf("action #%d (%s) has no observation (the daemon stopped while it ran)", seq, kind)
 		}
 	}
@@ -114,6 +115,10 @@ func Transcript(ev event.Event) string {
 		return fmt.Sprintf("# session started (%s sandbox %s, in %s)\n", p.Driver, p.SandboxID, p.Workdir)
 	case event.SandboxStopped:
 		return fmt.Sprintf("# session ended: %s\n", p.Reason)
+	case files.View, files.Create, files.StrReplace, files.Insert, files.Undo:
+		return fileTranscript(ev.Payload)
+	case files.Result:
+		return fileResultTranscript(p)
 	case event.NetConnect:
 		if p.Closed {
 			return fmt.Sprintf("# network: %s:%d closed, %d bytes up, %d down\n", p.Host, p.Port, p.BytesUp, p.BytesDown)

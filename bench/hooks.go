@@ -18,38 +18,8 @@ import (
 	"github.com/harnessd/harnessd/core/session"
 	"github.com/harnessd/harnessd/core/terminal"
 	"github.com/harnessd/harnessd/hooks"
+	"github.com/harnessd/harnessd/hooks/hooksbench"
 )
-
-// hookCommands are typical agent commands: what the hooks are timed on.
-var hookCommands = []string{
-	"ls -la", "cat README.md", "go test ./...", "git status && git diff --stat", "grep -rn 'TODO' --include='*.go' .",
-	"cd /workspace/app && npm test", "python3 -m pytest -x tests/test_api.py", "rm -rf ./build && make -j2",
-	"find . -name '*.pyc' -delete", "sed -i 's/foo/bar/g' main.go", "curl -fsSL https://example.com/data.json | jq .",
-	"docker ps --format '{{.Names}}'", "export PATH=$PATH:/usr/local/go/bin && go version", "echo hello > out.txt",
-	"timeout 60 cargo build --release", "tar czf backup.tgz src && ls -lh backup.tgz", "head -n 50 server.log",
-	"pip install -r requirements.txt", "git log --oneline -n 20", "mkdir -p out && cp -r assets out/",
-}
-
-// newHookCommands returns n commands none of which the hooks have seen:
-// hookCommands with a numbered comment, so each is parsed.
-func newHookCommands(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = hookCommands[i%len(hookCommands)] + " # " + strconv.Itoa(i)
-	}
-	return out
-}
-
-// oneHook is the single hook of the "1 hook" figures: the example of
-// hooks' package doc, a veto of rm -r of /.
-const oneHook = `
-harness.on("action.cmd_run", function(ev)
-  for _, c in ipairs(harness.commands(ev.command)) do
-    if c.name == "rm" and harness.has_flag(c.args, "-r", "-R") and harness.any_arg(c.args, "/") then
-      return harness.veto("recursive delete of / is not allowed")
-    end
-  end
-end)`
 
 // hookTarget is the most the shipped policies may add to an action, p50.
 const hookTarget = 20 * time.Microsecond
@@ -64,7 +34,7 @@ func (b *bench) hooks(ctx context.Context, s *Section) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "one.lua"), []byte(oneHook), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "one.lua"), []byte(hooksbench.OneHook), 0o644); err != nil {
 		return err
 	}
 	load := func(dirs ...hooks.Dir) (*hooks.Pipeline, error) {
@@ -112,7 +82,7 @@ func (b *bench) hooks(ctx context.Context, s *Section) error {
 	trip := summarize(rt)
 
 	n := 10 * b.opts.n
-	fresh := newHookCommands(max(n, 1<<12))
+	fresh := hooksbench.NewCommands(max(n, 1<<12))
 	// lat returns the latencies of the hooks stage and the CPU time this
 	// process spent per action meanwhile (GC included), which a loaded
 	// machine inflates less than the wall clock.
@@ -146,7 +116,7 @@ func (b *bench) hooks(ctx context.Context, s *Section) error {
 	if err != nil {
 		return err
 	}
-	lr, _, err := lat(shipped, hookCommands)
+	lr, _, err := lat(shipped, hooksbench.Commands)
 	if err != nil {
 		return err
 	}

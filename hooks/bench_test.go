@@ -4,43 +4,13 @@ import (
 	"context"
 	"runtime"
 	"sort"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/hooks/hooksbench"
 )
-
-// benchCommands are typical agent commands.
-var benchCommands = []string{
-	"ls -la", "cat README.md", "go test ./...", "git status && git diff --stat", "grep -rn 'TODO' --include='*.go' .",
-	"cd /workspace/app && npm test", "python3 -m pytest -x tests/test_api.py", "rm -rf ./build && make -j2",
-	"find . -name '*.pyc' -delete", "sed -i 's/foo/bar/g' main.go", "curl -fsSL https://example.com/data.json | jq .",
-	"docker ps --format '{{.Names}}'", "export PATH=$PATH:/usr/local/go/bin && go version", "echo hello > out.txt",
-	"timeout 60 cargo build --release", "tar czf backup.tgz src && ls -lh backup.tgz", "head -n 50 server.log",
-	"pip install -r requirements.txt", "git log --oneline -n 20", "mkdir -p out && cp -r assets out/",
-}
-
-// newCommands returns n commands, each of them new: benchCommands with a
-// numbered comment, far more than a Lua state caches analyses of, so
-// that each call parses its command as it would one never seen.
-func newCommands(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = benchCommands[i%len(benchCommands)] + " # " + strconv.Itoa(i)
-	}
-	return out
-}
-
-const oneHook = `
-harness.on("action.cmd_run", function(ev)
-  for _, c in ipairs(harness.commands(ev.command)) do
-    if c.name == "rm" and harness.has_flag(c.args, "-r", "-R") and harness.any_arg(c.args, "/") then
-      return harness.veto("recursive delete of / is not allowed")
-    end
-  end
-end)`
 
 func benchEngines(b *testing.B) map[string]*Engine {
 	b.Helper()
@@ -53,7 +23,7 @@ func benchEngines(b *testing.B) map[string]*Engine {
 	}
 	return map[string]*Engine{
 		"hooks=0":       mk(),
-		"hooks=1":       mk(Dir{Path: writeHooks(b, map[string]string{"one.lua": oneHook})}),
+		"hooks=1":       mk(Dir{Path: writeHooks(b, map[string]string{"one.lua": hooksbench.OneHook})}),
 		"hooks=builtin": mk(Builtin),
 	}
 }
@@ -62,13 +32,13 @@ func benchEngines(b *testing.B) map[string]*Engine {
 // them new (parsed), with no hooks, one hook and the shipped policies;
 // p50-ns and p99-ns are the latencies of single calls.
 func BenchmarkAction(b *testing.B) {
-	benchAction(b, newCommands(1<<13))
+	benchAction(b, hooksbench.NewCommands(1<<13))
 }
 
 // BenchmarkActionRepeated is BenchmarkAction on 20 commands over and
 // over, as an agent repeats itself: their analyses come from the cache.
 func BenchmarkActionRepeated(b *testing.B) {
-	benchAction(b, benchCommands)
+	benchAction(b, hooksbench.Commands)
 }
 
 func benchAction(b *testing.B, cmds []string) {
@@ -117,7 +87,7 @@ func cpuTime(who int) time.Duration {
 // (-cpu 1,2 shows how throughput scales with cores).
 func BenchmarkActionParallel(b *testing.B) {
 	engines := benchEngines(b)
-	cmds := newCommands(1 << 13)
+	cmds := hooksbench.NewCommands(1 << 13)
 	for _, name := range []string{"hooks=0", "hooks=1", "hooks=builtin"} {
 		e := engines[name]
 		b.Run(name, func(b *testing.B) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/hooks/hooksbench"
 )
 
 // FuzzLoad checks that no Lua source can panic the engine: loading it
@@ -14,7 +15,7 @@ import (
 // bounded time, without a panic.
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{
-		oneHook,
+		hooksbench.OneHook,
 		`harness.on("action.*", function(ev) return harness.veto("no") end)`,
 		`harness.on("action.cmd_run", function(ev) return harness.rewrite{command = ev.command .. "!"} end)`,
 		`harness.on("observation.*", function(ev, a) return {trim = {head = 1, keep = {"x"}}, redact = {{pattern = "a+"}}} end)`,

@@ -339,12 +339,13 @@ func TestHundredSessions(t *testing.T) {
 		t.Error(err)
 	}
 	// Every short session finished while the slow one still ran.
+	var out event.CmdOutput
 	select {
-	case out := <-slowDone:
+	case out = <-slowDone:
 		t.Errorf("the slow command finished (%+v) before the 100 sessions did: they waited for it", out)
 	default:
+		out = <-slowDone
 	}
-	out := <-slowDone
 	if out.Output != "slept\n" {
 		t.Errorf("slow: %+v", out)
 	}

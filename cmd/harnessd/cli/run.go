@@ -103,10 +103,17 @@ func (c *cmd) run(args []string) int {
 		w.clear()
 		return c.fail(err)
 	}
-	end, err := cl.Run(ctx, info.ID)
-	if err != nil {
-		w.clear()
-		return c.fail(err)
+	// run_ended is recorded a moment before the run's record says it
+	// ended (the session is freed in between): wait for the record.
+	var end agent.Info
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if end, err = cl.Run(ctx, info.ID); err != nil {
+			w.clear()
+			return c.fail(err)
+		}
+		if end.State == agent.StateEnded || time.Now().After(deadline) {
+			break
+		}
 	}
 	w.finish(end)
 	select {

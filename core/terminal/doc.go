@@ -98,9 +98,11 @@
 // what it draws: Result.Screen holds the rows, columns and cursor, and the
 // output ends with the screen's text instead of the redraws. A program that
 // clears the screen and then prints lines, or that ends, is line output as
-// before. TERM stays dumb, so ordinary commands print as they always did;
-// programs that need a capable terminal (less, htop, watch) get one with
-// TERM=xterm on their command line or in Options.Env.
+// before. TERM is xterm-256color, so that top, htop, watch and less draw
+// their screens (under TERM=dumb they printed frame after frame of
+// padding); the colours and cursor motion that line programs add with a
+// capable terminal are removed by the cleaner, and NO_COLOR is set for the
+// tools that honour it. Options.Env may set TERM=dumb again.
 //
 // # Sandboxes
 //

@@ -244,7 +244,7 @@ func TestScreenOfFullScreenPrograms(t *testing.T) {
 		name, cmd, quit string
 	}{
 		{"vi", "vi -u NONE -n f.txt", ":q!<Enter>"},
-		{"less", "LESS= TERM=xterm less f.txt", "q"},
+		{"less", "LESS= less f.txt", "q"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, out := run(t, term, req{Command: tc.cmd})
@@ -285,10 +285,17 @@ func TestScreenOfFullScreenPrograms(t *testing.T) {
 	}
 }
 
-// TestLessOnTheDumbTerminal: `less FILE` with harnessd's own environment
-// (TERM=dumb) shows the file's first page and its prompt, and q quits; it
-// used to stop at "terminal is not fully functional, press RETURN".
-func TestLessOnTheDumbTerminal(t *testing.T) {
+// TestLessAsAgentsRunIt: `less FILE` with harnessd's own environment
+// shows the file's first page, and q quits; under the TERM=dumb of old it
+// stopped at "terminal is not fully functional, press RETURN", and with
+// TERM=dumb set in Options.Env (LESS has -d) it still must not.
+func TestLessAsAgentsRunIt(t *testing.T) {
+	for _, env := range [][]string{nil, {"TERM=dumb"}} {
+		t.Run(fmt.Sprint(env), func(t *testing.T) { lessOnce(t, env) })
+	}
+}
+
+func lessOnce(t *testing.T, env []string) {
 	dir := t.TempDir()
 	var b strings.Builder
 	for i := 1; i <= 200; i++ {
@@ -297,7 +304,7 @@ func TestLessOnTheDumbTerminal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	term := newTerm(t, Options{Dir: dir, Cols: 80, Rows: 24})
+	term := newTerm(t, Options{Dir: dir, Cols: 80, Rows: 24, Env: env})
 	res, out := run(t, term, req{Command: "less f.txt", SoftTimeout: 2 * time.Second})
 	if !res.Running || strings.Contains(out, "not fully functional") || !strings.Contains(out, "line 001\nline 002\n") || strings.Contains(out, "line 100") {
 		run(t, term, req{Command: "C-c", IsInput: true})
@@ -317,8 +324,8 @@ func TestLessOnTheDumbTerminal(t *testing.T) {
 func TestScreenOfRedrawingPrograms(t *testing.T) {
 	term := newTerm(t, Options{Cols: 100, Rows: 30, SoftTimeout: 10 * time.Second, MaxWait: 20 * time.Second})
 	for _, tc := range []struct{ cmd, want, quit string }{
-		{"TERM=xterm top -d 0.5", "PID", "q"},
-		{"TERM=xterm watch -n 0.5 echo watched", "watched", "C-c"},
+		{"top -d 0.5", "PID", "q"},
+		{"watch -n 0.5 echo watched", "watched", "C-c"},
 	} {
 		start := time.Now()
 		res, out := run(t, term, req{Command: tc.cmd})

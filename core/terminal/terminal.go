@@ -117,14 +117,19 @@ func (o *Options) environ() []string {
 		"PATH=" + path,
 		"HOME=" + home,
 		"LANG=C.UTF-8",
-		"TERM=dumb",
+		// A capable terminal, so full-screen programs (top, htop, watch,
+		// less, vi) draw their screen, which the display renders; the
+		// cleaner removes the colours and cursor motion line programs
+		// add. PYTHON_BASIC_REPL keeps python3.13+'s REPL the plain one.
+		"TERM=xterm-256color",
+		"PYTHON_BASIC_REPL=1",
 		"PAGER=cat",
 		"GIT_PAGER=cat",
 		"MANPAGER=cat",
 		"SYSTEMD_PAGER=cat",
-		// -d: with TERM=dumb, less shows the file and its prompt (q quits)
-		// instead of stopping at "terminal is not fully functional, press
-		// RETURN", which held an agent that ran `less FILE` until it guessed.
+		// -d: where terminal.env sets TERM=dumb, less still shows the file
+		// and its prompt (q quits) instead of stopping at "terminal is not
+		// fully functional, press RETURN".
 		"LESS=-FRXd",
 		"EDITOR=cat",
 		"VISUAL=cat",

@@ -389,7 +389,7 @@ func TestPagersNeverTakeOver(t *testing.T) {
 	if res.Running || res.ExitCode != 0 || !strings.Contains(out, "first") {
 		t.Fatalf("git log: %+v %q", res, out)
 	}
-	if _, out := cmd(t, term, `echo "$PAGER $GIT_PAGER $MANPAGER $TERM"`); out != "cat cat cat dumb\n" {
+	if _, out := cmd(t, term, `echo "$PAGER $GIT_PAGER $MANPAGER $TERM"`); out != "cat cat cat xterm-256color\n" {
 		t.Fatalf("env: %q", out)
 	}
 }

@@ -449,14 +449,21 @@ end
 
 -- keyed_lines turns keys sent to a running program (is_input, in the
 -- terminal's key syntax) into the lines a shell reading them would get:
--- <Enter> (and its aliases) ends a line, other <Key> tokens are not text.
+-- <Enter> (and its aliases), Escape and control keys end a line; keys
+-- that edit a line (arrows, Home, End, Backspace, Delete) are dropped and
+-- the text around them joined, so "rm -rf <Left><Right>/" is still read
+-- as "rm -rf /" (a guardrail errs towards seeing a command).
+local line_keys = {enter = true, cr = true, ret = true, ["return"] = true, esc = true, escape = true}
+local edit_keys = {left = true, right = true, up = true, down = true, home = true, ["end"] = true,
+  bs = true, backspace = true, del = true, delete = true, insert = true, ins = true}
 local function keyed_lines(keys)
-  local text = keys:gsub("<[%a%-]+>", function(tok)
+  local text = keys:gsub("<[%w%-]+>", function(tok)
     local k = tok:sub(2, -2):lower()
-    if k == "enter" or k == "cr" or k == "return" or k == "ret" then return "\n" end
+    if line_keys[k] then return "\n" end
+    if edit_keys[k] then return "" end
     if k == "lt" then return "<" end
     if k == "space" or k == "tab" then return " " end
-    return "\n" -- Escape, arrows, C-x: no text, and nothing joins across them
+    return "\n" -- C-x, F1, page keys: not text; nothing joins across them
   end)
   local lines = {}
   for line in (text .. "\n"):gmatch("([^\n]*)\n") do

@@ -200,6 +200,25 @@ func (o *chunkOp) apply(w *wtx) error {
 	return w.outChunk.Put(chunkKey(o.num, o.chunk), o.value)
 }
 
+// SessionOf returns the session output id belongs to, or an error
+// matching ErrOutputNotFound (or ErrInvalidOutputID).
+func (o *Outputs) SessionOf(ctx context.Context, id string) (string, error) {
+	num, ok := parseOutputID(id)
+	if !ok {
+		return "", fmt.Errorf("output %.40q: %w", id, ErrInvalidOutputID)
+	}
+	var session string
+	err := o.s.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketOutMeta).Get(u64key(num))
+		if v == nil {
+			return fmt.Errorf("output %s: %w", id, ErrOutputNotFound)
+		}
+		session = string(v)
+		return nil
+	})
+	return session, err
+}
+
 // ReadLines returns lines from..to of output id, 1-based and inclusive; to
 // <= 0 or past the end means the end. It returns at most MaxReadLines lines
 // and MaxReadBytes bytes, and Lines.To says where it stopped; the text is

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -282,5 +283,75 @@ func TestClientWorkspace(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(project, "README")); err != nil {
 		t.Fatalf("purging the session removed the client's directory: %v", err)
+	}
+}
+
+// TestOwnership: a session is its creator's (and root's, and the daemon
+// user's): another allowed user neither sees it in lists nor reaches it,
+// its runs, outputs or approvals, each answered 404 as if it did not exist.
+func TestOwnership(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as another uid")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl is needed (scripts/test installs it): ", err)
+	}
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.Daemon.AllowUIDs = []int{65533, 65534}
+	td := startDaemon(t, cfg)
+	os.Chmod(td.socket, 0o666)
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	as := func(uid int, method, path, body string) (int, string) {
+		args := []string{"-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", td.socket, "-X", method}
+		if body != "" {
+			args = append(args, "-d", body)
+		}
+		cmd := exec.Command(curl, append(args, "http://x"+path)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("curl as %d: %v", uid, err)
+		}
+		i := strings.LastIndexByte(string(out), '\n')
+		var code int
+		fmt.Sscan(string(out[i+1:]), &code)
+		return code, string(out[:i])
+	}
+	if code, body := as(65533, "POST", "/v1/sessions", `{"id":"mine"}`); code != 201 || !strings.Contains(body, `"owner":65533`) {
+		t.Fatalf("create as 65533: %d %s", code, body)
+	}
+	if code, body := as(65533, "POST", "/v1/sessions/mine/actions", `{"kind":"cmd_run","command":"seq 1 5000"}`); code != 200 || !strings.Contains(body, `"output_id":"o`) {
+		t.Fatalf("own action: %d %.300s", code, body)
+	}
+	out := regexp.MustCompile(`"output_id":"(o\d+)"`).FindStringSubmatch(func() string { _, b := as(65533, "GET", "/v1/sessions/mine/events", ""); return b }())
+	if out == nil {
+		t.Fatal("no output id in the owner's events")
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/sessions/mine", ""},
+		{"DELETE", "/v1/sessions/mine", ""},
+		{"POST", "/v1/sessions/mine/actions", `{"kind":"cmd_run","command":"echo intruder"}`},
+		{"POST", "/v1/sessions/mine/replies", `{"text":"hi"}`},
+		{"GET", "/v1/sessions/mine/events", ""},
+		{"GET", "/v1/sessions/mine/runs", ""},
+		{"GET", "/v1/outputs/" + out[1], ""},
+		{"POST", "/v1/approvals/mine/1", `{"approve":true}`},
+	} {
+		if code, body := as(65534, c.method, c.path, c.body); code != 404 || !strings.Contains(body, "not_found") {
+			t.Errorf("65534 %s %s: %d %.200s, want 404", c.method, c.path, code, body)
+		}
+	}
+	if _, body := as(65534, "GET", "/v1/sessions", ""); strings.Contains(body, "mine") {
+		t.Errorf("65534 lists another user's session: %s", body)
+	}
+	// The owner and root still reach it; nothing the other user tried ran.
+	if code, body := as(65533, "GET", "/v1/sessions", ""); code != 200 || !strings.Contains(body, "mine") {
+		t.Errorf("owner's list: %d %s", code, body)
+	}
+	if code, body := as(0, "GET", "/v1/sessions/mine/events", ""); code != 200 || strings.Contains(body, "intruder") {
+		t.Errorf("root's read: %d, or the intruder's action was recorded: %.300s", code, body)
 	}
 }

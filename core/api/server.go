@@ -245,9 +245,69 @@ func (s *Server) route(pattern string, handlers map[string]http.HandlerFunc) {
 			return
 		}
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		h(rw, r)
+		if what, ok := s.mayUse(r, pattern); !ok {
+			// As if it did not exist: whether another user's session
+			// exists is theirs to know.
+			s.fail(rw, r, http.StatusNotFound, "not_found", "no such "+what)
+		} else {
+			h(rw, r)
+		}
 		s.d.Metrics().ObserveRequest(pattern, rw.code)
 	})
+}
+
+// admin reports whether peer may use every session: root and the
+// daemon's own user.
+func admin(p Peer) bool { return p.UID == 0 || p.UID == os.Geteuid() }
+
+// mayUse reports whether the request's peer may use what the route's
+// path names: a session (or a run, output or approval of one) is its
+// creator's, root's and the daemon user's only. A request with no peer
+// (in process) and a thing that does not exist pass: the handler says
+// what is wrong. what names the thing for the 404.
+func (s *Server) mayUse(r *http.Request, pattern string) (what string, ok bool) {
+	p, known := PeerFrom(r.Context())
+	if !known || admin(p) {
+		return "", true
+	}
+	ctx := r.Context()
+	session := ""
+	switch {
+	case strings.HasPrefix(pattern, "/v1/sessions/{id}"):
+		what, session = "session "+r.PathValue("id"), r.PathValue("id")
+	case pattern == "/v1/approvals/{session}/{seq}":
+		what, session = "session "+r.PathValue("session"), r.PathValue("session")
+	case pattern == "/v1/runs/{id}":
+		what = "run " + r.PathValue("id")
+		if s.opts.Runs == nil {
+			return what, true
+		}
+		info, err := s.opts.Runs.Get(ctx, r.PathValue("id"))
+		if err != nil {
+			return what, true
+		}
+		session = info.Session
+	case pattern == "/v1/outputs/{id}":
+		what = "output " + r.PathValue("id")
+		sid, err := s.d.OutputSession(ctx, r.PathValue("id"))
+		if err != nil || sid == "" {
+			return what, true
+		}
+		session = sid
+	default:
+		return "", true
+	}
+	owner, err := s.d.OwnerOf(ctx, session)
+	if err != nil {
+		return what, true
+	}
+	return what, owner != 0 && owner == p.UID
+}
+
+// visible reports whether the request's peer may see session owner's.
+func visible(r *http.Request, owner int) bool {
+	p, known := PeerFrom(r.Context())
+	return !known || admin(p) || (owner != 0 && owner == p.UID)
 }
 
 func (s *Server) routes() {
@@ -308,15 +368,14 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	if state := r.URL.Query().Get("state"); state != "" {
-		kept := all[:0]
-		for _, in := range all {
-			if in.State == state {
-				kept = append(kept, in)
-			}
+	state := r.URL.Query().Get("state")
+	kept := all[:0]
+	for _, in := range all {
+		if (state == "" || in.State == state) && visible(r, in.Owner) {
+			kept = append(kept, in)
 		}
-		all = kept
 	}
+	all = kept
 	writeJSON(w, http.StatusOK, SessionList{Sessions: all})
 }
 
@@ -485,7 +544,14 @@ func (s *Server) reloadHooks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, ApprovalList{Approvals: s.d.Approvals()})
+	all := s.d.Approvals()
+	kept := all[:0]
+	for _, a := range all {
+		if owner, err := s.d.OwnerOf(r.Context(), a.Session); err == nil && visible(r, owner) {
+			kept = append(kept, a)
+		}
+	}
+	writeJSON(w, http.StatusOK, ApprovalList{Approvals: kept})
 }
 
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) {

@@ -48,6 +48,7 @@ type Info struct {
 	Labels    map[string]string `json:"labels,omitempty"`
 	LastSeq   uint64            `json:"last_seq"`
 	Workspace string            `json:"workspace,omitempty"` // on the host; only while live
+	Owner     int               `json:"owner,omitempty"`     // uid of the client that made it (0: root)
 	PID       int               `json:"pid,omitempty"`       // the shell's, only while live
 }
 
@@ -147,7 +148,11 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 			defer d.pool.refill()
 		}
 	}
-	rec, err := d.st.CreateSession(ctx, record.Session{ID: id, State: StateLive, Labels: req.Labels, Workspace: ws})
+	rec := record.Session{ID: id, State: StateLive, Labels: req.Labels, Workspace: ws}
+	if req.Requester != nil {
+		rec.Owner = req.Requester.UID
+	}
+	rec, err := d.st.CreateSession(ctx, rec)
 	if err != nil {
 		if warm != nil {
 			warm.close()
@@ -220,7 +225,7 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own 
 }
 
 func (d *Daemon) info(s record.Session, ls *liveSession) Info {
-	in := Info{ID: s.ID, State: s.State, Created: s.Created, Ended: s.Ended, Labels: s.Labels, LastSeq: s.LastSeq}
+	in := Info{ID: s.ID, State: s.State, Created: s.Created, Ended: s.Ended, Labels: s.Labels, LastSeq: s.LastSeq, Owner: s.Owner}
 	if in.State == "" {
 		in.State = StateLive
 	}
@@ -244,6 +249,31 @@ func (d *Daemon) Get(ctx context.Context, id string) (Info, error) {
 	ls := d.live[id]
 	d.mu.Unlock()
 	return d.info(s, ls), nil
+}
+
+// OwnerOf returns the uid that created session id (see record.Session's
+// Owner), or an error matching ErrNotFound. It never waits for a command.
+func (d *Daemon) OwnerOf(ctx context.Context, id string) (int, error) {
+	s, err := d.st.Session(ctx, id)
+	if err != nil {
+		if errors.Is(err, record.ErrNotFound) {
+			return 0, fmt.Errorf("%w: session %s", ErrNotFound, id)
+		}
+		return 0, err
+	}
+	return s.Owner, nil
+}
+
+// OutputSession returns the session a stored output belongs to, where the
+// output store can say (store.Outputs can); "" when it cannot.
+func (d *Daemon) OutputSession(ctx context.Context, outputID string) (string, error) {
+	o, ok := d.outputs.(interface {
+		SessionOf(ctx context.Context, id string) (string, error)
+	})
+	if !ok {
+		return "", nil
+	}
+	return o.SessionOf(ctx, outputID)
 }
 
 // Exists reports, as an error matching ErrNotFound, a session the store

@@ -28,6 +28,10 @@ type Session struct {
 	Labels  map[string]string `json:"labels,omitempty"`
 	// Workspace is the host directory the session works in, if any.
 	Workspace string `json:"workspace,omitempty"`
+	// Owner is the uid of the API client that created the session: with
+	// root and the daemon's own user, the only one who may use it. 0 is
+	// root, or a session made before owners were kept.
+	Owner int `json:"owner,omitempty"`
 
 	// LastSeq is the seq of the session's last event. A catalog fills it
 	// in on reads; it is not part of what a caller writes.

@@ -38,9 +38,17 @@ type Chunk struct {
 	Lost int64 `json:"lost,omitempty"`
 }
 
-// MaxQueued is how many bytes of output one subscriber may have waiting;
-// past it, chunks are dropped for that subscriber (and counted in Lost).
+// MaxQueued is how many bytes one subscriber may have waiting, each chunk
+// counted as its output plus ChunkCost; past it, chunks are dropped for
+// that subscriber (and counted in Lost).
 const MaxQueued = 1 << 20
+
+// ChunkCost is what one queued chunk costs besides its output (the Chunk
+// in the queue, the string's allocation), counted against MaxQueued. A
+// program writing short lines slowly makes a chunk per line, often of one
+// byte: counting only the output let a subscriber that never reads hold a
+// million chunks, some 100 MiB, where 1 MiB was meant.
+const ChunkCost = 64
 
 // Hub fans chunks out to the subscribers of each session. The zero value
 // is not usable; use NewHub.
@@ -56,7 +64,7 @@ func NewHub() *Hub { return &Hub{subs: map[string]map[*sub]struct{}{}} }
 type sub struct {
 	mu     sync.Mutex
 	queue  []Chunk
-	queued int   // bytes of Output in queue
+	queued int   // bytes of Output in queue, plus ChunkCost a chunk
 	lost   int64 // bytes dropped since the last delivered chunk
 	wake   chan struct{}
 }
@@ -92,14 +100,15 @@ func (h *Hub) Publish(session string, cause uint64, offset int64, b []byte, end 
 
 func (s *sub) push(c Chunk) {
 	s.mu.Lock()
-	if !c.End && s.queued+len(c.Output) > MaxQueued {
+	cost := len(c.Output) + ChunkCost
+	if !c.End && s.queued+cost > MaxQueued {
 		s.lost += int64(len(c.Output))
 		s.mu.Unlock()
 		return
 	}
 	c.Lost, s.lost = s.lost, 0
 	s.queue = append(s.queue, c)
-	s.queued += len(c.Output)
+	s.queued += cost
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:

@@ -83,6 +83,29 @@ func TestSlowSubscriberLoses(t *testing.T) {
 	}
 }
 
+// TestTinyChunksBounded: a program writing one short line at a time makes
+// a chunk per line; a subscriber that never reads must not hold more than
+// MaxQueued's worth of them, counting what each chunk costs.
+func TestTinyChunksBounded(t *testing.T) {
+	h := live.NewHub()
+	u := h.Subscribe("s")
+	defer u.Close()
+	w := h.NewWriter("s", 1)
+	const n = 1 << 20
+	for range n {
+		w.Write([]byte("\n"))
+	}
+	w.Close()
+	got := u.Take()
+	if max := live.MaxQueued/live.ChunkCost + 1; len(got) > max {
+		t.Fatalf("%d chunks queued for a subscriber that never read, want at most %d", len(got), max)
+	}
+	end := got[len(got)-1]
+	if !end.End || end.Offset != n {
+		t.Fatalf("last chunk %+v, want the end at %d", end, n)
+	}
+}
+
 func TestCloseStopsDelivery(t *testing.T) {
 	h := live.NewHub()
 	u := h.Subscribe("s")

@@ -116,6 +116,18 @@ func (d *display) Write(p []byte) (int, error) {
 			if err := d.route(seq); err != nil {
 				return 0, err
 			}
+		case evCPR, evDSR, evDA1, evDA2:
+			// The screen model answers while there is one; in line
+			// mode the display does, or a program that asks (with
+			// TERM=xterm-256color a terminal answers) waits for
+			// nothing until its own timeout, or forever.
+			mode := d.mode
+			if err := d.route(seq); err != nil {
+				return 0, err
+			}
+			if mode == lineMode && d.reply != nil {
+				d.reply(d.det.answer(ev, d.cols, d.rows))
+			}
 		}
 		p = p[end:]
 	}
@@ -264,6 +276,26 @@ type detector struct {
 	n      int    // bytes of the sequence seen so far (for its start offset)
 	seq    []byte // the sequence's bytes so far (bounded), for one split across writes
 	early  []byte // the part of the last event's sequence that came in earlier writes
+	col    int    // the cursor's column as line output moves it (0-based, approximate), for CPR
+}
+
+// answer is what a terminal answers a query, for line mode.
+func (d *detector) answer(ev dispEvent, cols, rows int) []byte {
+	switch ev {
+	case evCPR:
+		col := d.col
+		if cols > 0 && col >= cols {
+			col = cols - 1
+		}
+		return []byte("\x1b[" + strconv.Itoa(max(rows, 1)) + ";" + strconv.Itoa(col+1) + "R")
+	case evDSR:
+		return []byte("\x1b[0n")
+	case evDA1:
+		return []byte("\x1b[?62;1;6;22c") // as the screen model answers
+	case evDA2:
+		return []byte("\x1b[>1;10;0c")
+	}
+	return nil
 }
 
 type dispEvent int
@@ -275,6 +307,10 @@ const (
 	evAbs                  // CUP, HVP, VPA, or erase of the whole screen
 	evAppCursor            // CSI ? 1 h
 	evNormCursor           // CSI ? 1 l
+	evCPR                  // CSI 6 n: where is the cursor?
+	evDSR                  // CSI 5 n: status?
+	evDA1                  // CSI c, CSI 0 c: primary device attributes
+	evDA2                  // CSI > c, CSI > 0 c: secondary device attributes
 )
 
 // maxParams bounds the parameters followed in one CSI.
@@ -292,9 +328,18 @@ func (d *detector) scan(p []byte) (dispEvent, int, int) {
 		}
 		switch d.st {
 		case 0:
-			if c == 0x1b {
+			switch {
+			case c == 0x1b:
 				d.st, d.n = 1, 1
 				d.seq = append(d.seq[:0], c)
+			case c == '\n' || c == '\r':
+				d.col = 0
+			case c == '\b':
+				d.col = max(d.col-1, 0)
+			case c == '\t':
+				d.col = (d.col/8 + 1) * 8
+			case c >= 0x20 && c != 0x7f && (c < 0x80 || c >= 0xc0):
+				d.col++ // a character (a UTF-8 sequence counts once)
 			}
 		case 1:
 			d.n++
@@ -367,6 +412,16 @@ func (d *detector) final(c byte) dispEvent {
 			return evNormCursor
 		}
 		return evNone
+	}
+	switch p := string(d.params); {
+	case c == 'n' && p == "6":
+		return evCPR
+	case c == 'n' && p == "5":
+		return evDSR
+	case c == 'c' && (p == "" || p == "0"):
+		return evDA1
+	case c == 'c' && (p == ">" || p == ">0"):
+		return evDA2
 	}
 	switch c {
 	case 'H', 'f', 'd':

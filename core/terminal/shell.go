@@ -534,6 +534,7 @@ func (sh *shell) interrupt() error {
 	// Also when bash itself got it (no job held the terminal yet): under
 	// load bash may fork the command only now, past the moment it ignores
 	// SIGINT in, and the command's job is then signalled.
+	first, firstOK := startTime(pg)
 	resent := 0
 	begin, last := time.Now(), time.Now()
 	for resent < 25 && time.Since(last) < 200*time.Millisecond && time.Since(begin) < time.Second {
@@ -548,12 +549,39 @@ func (sh *shell) interrupt() error {
 				return nil
 			}
 		case cur != pg:
+			if s, ok := startTime(cur); firstOK && ok && s < first {
+				// A group older than the one signalled is not a new
+				// job: a nested interactive shell taking its terminal
+				// back after its job died (its traps would run, its
+				// line be lost). Jobs it starts later are signalled.
+				pg = cur
+				continue
+			}
 			_ = unix.Kill(-cur, unix.SIGINT)
 			pg, last = cur, time.Now()
 			resent++
 		}
 	}
 	return nil
+}
+
+// startTime is when process pid started, in clock ticks since boot, from
+// /proc/PID/stat; ok is false when it cannot be read.
+func startTime(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:]) // from field 3 (state): starttime, field 22, is f[19]
+	if len(f) < 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(f[19]), 10, 64)
+	return v, err == nil
 }
 
 // sigint signals the foreground group once and reports which.

@@ -26,6 +26,7 @@ type watcher struct {
 	ended map[uint64]bool  // per action, its end was seen
 	endCh chan struct{}    // signalled on each end
 	err   error            // why the stream ended early
+	quit  bool             // stop ended the stream: its error says nothing
 }
 
 // endWait is how long exec waits, after its call returned, for the stream
@@ -46,11 +47,8 @@ func (c *cmd) watch(cl *api.Client, id string) *watcher {
 	started := make(chan struct{})
 	go func() {
 		defer close(w.done)
-		err := cl.Watch(ctx, id, info.LastSeq, func() { close(started) },
-			func(event.Event) error { return nil }, w.chunk)
-		w.mu.Lock()
-		w.err = err
-		w.mu.Unlock()
+		w.finish(cl.Watch(ctx, id, info.LastSeq, func() { close(started) },
+			func(event.Event) error { return nil }, w.chunk))
 	}()
 	select {
 	case <-started:
@@ -58,6 +56,18 @@ func (c *cmd) watch(cl *api.Client, id string) *watcher {
 	case <-w.done:
 		cancel()
 		return nil // an older daemon, say: print the model's view
+	}
+}
+
+// finish records why the stream ended, unless stop ended it (the stream
+// then ends with the context's error, which is no reason: missed would
+// say "the live output stopped: context canceled" where the end of the
+// output was only late, because this client fell behind).
+func (w *watcher) finish(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.quit {
+		w.err = err
 	}
 }
 
@@ -95,7 +105,13 @@ func (w *watcher) stop(cause uint64, empty bool) bool {
 	if w == nil {
 		return false
 	}
-	defer func() { w.cancel(); <-w.done }()
+	defer func() {
+		w.mu.Lock()
+		w.quit = true
+		w.mu.Unlock()
+		w.cancel()
+		<-w.done
+	}()
 	if cause == 0 {
 		return false
 	}
@@ -137,7 +153,7 @@ func (w *watcher) missed(cause uint64) string {
 	case w.err != nil && w.c.ctx.Err() == nil:
 		return "the live output stopped: " + w.err.Error()
 	case w.next[cause] > 0:
-		return "the end of the output did not arrive in time"
+		return "the end of the output did not arrive in time (this client may have fallen behind)"
 	}
 	return "the output could not be shown as it came"
 }

@@ -108,6 +108,15 @@ type Writer struct {
 
 	u  [utf8.UTFMax]byte // start of a UTF-8 sequence split across Writes
 	un int
+
+	// A status line drawn elsewhere on the screen (apt's progress bar):
+	// save the cursor (ESC 7, CSI s), move it to an absolute position,
+	// write, restore it (ESC 8, CSI u). What is written away from the
+	// line is not part of it: at the restore the line is as it was saved.
+	saved   []byte // the pending line when the cursor was saved
+	savedCR bool
+	saveOn  bool // a save is in effect
+	away    bool // since the save, the cursor moved to an absolute position
 }
 
 // NewWriter returns a Writer that writes cleaned text to dst. A nil dst
@@ -379,6 +388,12 @@ func (w *Writer) esc(p []byte, i int) int {
 		w.st, w.seq = stEscInter, 0
 	case b >= 0x30 && b <= 0x7e:
 		w.st = stGround // a two-byte sequence: ESC 7, ESC =, ESC \ ...
+		switch b {
+		case '7':
+			w.saveCursor()
+		case '8':
+			w.restoreCursor()
+		}
 	case b == 0x1b:
 		// ESC ESC: the first is abandoned, the second starts over.
 	default:
@@ -477,7 +492,40 @@ func (w *Writer) csiFinal(b byte) {
 		if w.arg <= 1 {
 			w.crPending = true
 		}
+	case 's':
+		if w.seq == 0 {
+			w.saveCursor()
+		}
+	case 'u':
+		if w.seq == 0 {
+			w.restoreCursor()
+		}
+	case 'H', 'f', 'd':
+		if w.saveOn && !w.away && !w.flushed {
+			// Away from the line: what follows starts afresh there.
+			w.away = true
+			w.line = w.line[:0]
+			w.crPending = false
+		}
 	}
+}
+
+// saveCursor remembers the pending line, for a restore after writing
+// elsewhere.
+func (w *Writer) saveCursor() {
+	w.saved = append(w.saved[:0], w.line...)
+	w.savedCR = w.crPending
+	w.saveOn, w.away = true, false
+}
+
+// restoreCursor puts back the line as saved if the cursor went away from
+// it since, dropping what was written there.
+func (w *Writer) restoreCursor() {
+	if w.saveOn && w.away && !w.flushed {
+		w.line = append(w.line[:0], w.saved...)
+		w.crPending = w.savedCR
+	}
+	w.away = false
 }
 
 // str skips an OSC, DCS, SOS, PM or APC payload.

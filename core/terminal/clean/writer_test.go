@@ -520,3 +520,19 @@ func TestPlain8(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusLineElsewhere: apt's progress bar is drawn at the bottom row
+// between a cursor save and restore; it is not part of the line output.
+func TestStatusLineElsewhere(t *testing.T) {
+	for in, want := range map[string]string{
+		"\n\x1b7\x1b[0;49r\x1b8\x1b[1ASetting up a ...\n\x1b7\x1b[50;0f\x1b[42m\x1b[30mProgress: [ 10%]\x1b[49m\x1b[39m [#   ]\x1b8Setting up b ...\n\x1b7\x1b[0;50r\x1b[50;0f\x1b[J\x1b8done\n": "\nSetting up a ...\nSetting up b ...\ndone\n",
+		"half\x1b[s\x1b[10;1Hstatus\x1b[u line\n": "half line\n",
+		"a\x1b7b\x1b8c\n":                         "abc\n", // no move away: kept as before
+		"x\x1b[5;1Hy\n":                           "xy\n",  // no save: as before
+		"p\x1b7\x1b[1;1Hq\nr\x1b8s\n":             "q\nps\n",
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -307,7 +307,7 @@ func (c *Controller) List(ctx context.Context, session string) ([]Info, error) {
 	var out []Info
 	if c.opts.Runs != nil {
 		var err error
-		if out, err = storedRuns(ctx, c.opts.Runs, session); err != nil {
+		if out, err = storedRuns(ctx, c.opts.Runs, session, c.log); err != nil {
 			return nil, err
 		}
 	}

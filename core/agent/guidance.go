@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/harnessd/harnessd/core/event"
 	pb "github.com/harnessd/harnessd/plugins/proto"
 )
@@ -38,8 +40,14 @@ type Guidance struct {
 // message. Files are read through an os.Root, so a symlink cannot lead
 // outside the workspace; a file over 64 KiB, or past 256 KiB in all, is
 // skipped, and said so in skipped ("path: why").
+//
+// The workspace's own path must hold no symlink (the daemon's workspaces'
+// paths have none, a client's is checked with its symlinks resolved): a
+// client who may write one of its parents could otherwise swap that parent
+// for a link after the check, and have root read the guidance of a
+// directory they cannot reach into their agent's prompt.
 func LoadGuidance(workspace, task, userMessage string) (files []Guidance, skipped []string, err error) {
-	root, err := os.OpenRoot(workspace)
+	root, err := openWorkspace(workspace)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -84,6 +92,26 @@ func LoadGuidance(workspace, task, userMessage string) (files []Guidance, skippe
 		files = append(files, Guidance{Path: name, Text: body})
 	}
 	return files, skipped, nil
+}
+
+// openWorkspace opens the directory at path as an os.Root, refusing a
+// symlink anywhere on its path (ELOOP).
+func openWorkspace(path string) (*os.Root, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Openat2(unix.AT_FDCWD, path, &how)
+		if err != unix.EINTR && err != unix.EAGAIN {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	// The descriptor's own directory, whatever its path leads to now.
+	return os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", fd))
 }
 
 // readLimited reads a regular file of at most maxGuidanceFile bytes.

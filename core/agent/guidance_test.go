@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -103,5 +104,29 @@ func TestGuidanceFIFO(t *testing.T) {
 	}
 	if len(skipped) != 1 || !strings.Contains(skipped[0], "not a regular file") {
 		t.Fatalf("skipped %q", skipped)
+	}
+}
+
+// TestGuidanceWorkspaceSwapped: a workspace whose path leads through a
+// symlink (a parent its user swapped for a link to a directory they
+// cannot reach, after the daemon checked it) is refused, not read as root.
+func TestGuidanceWorkspaceSwapped(t *testing.T) {
+	base := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(base, "victim/proj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "victim/proj/AGENTS.md"), []byte("private"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "victim"), filepath.Join(base, "a")); err != nil {
+		t.Fatal(err)
+	}
+	files, _, err := LoadGuidance(filepath.Join(base, "a/proj"), "", "")
+	if !errors.Is(err, syscall.ELOOP) || len(files) != 0 {
+		t.Fatalf("LoadGuidance through a symlink: %v, %v; want ELOOP", files, err)
+	}
+	files, _, err = LoadGuidance(filepath.Join(base, "victim/proj"), "", "")
+	if err != nil || len(files) != 1 || files[0].Text != "private" {
+		t.Fatalf("LoadGuidance: %v, %v", files, err)
 	}
 }

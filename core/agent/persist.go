@@ -98,13 +98,19 @@ func stored(ctx context.Context, rs RunStore, id string) (Info, error) {
 }
 
 // storedRuns reads the records of a session's runs (every session's for
-// ""), oldest first.
-func storedRuns(ctx context.Context, rs RunStore, session string) ([]Info, error) {
+// ""), oldest first. A record that does not parse is logged and left out:
+// one damaged record must not stop the daemon's start (sweep), the end of
+// a dead daemon's runs (Interrupted) or the listing of the session's
+// other runs.
+func storedRuns(ctx context.Context, rs RunStore, session string, log *slog.Logger) ([]Info, error) {
 	var out []Info
-	err := rs.Runs(ctx, session, func(_, id string, b []byte) error {
+	err := rs.Runs(ctx, session, func(sess, id string, b []byte) error {
 		var info Info
 		if err := json.Unmarshal(b, &info); err != nil {
-			return fmt.Errorf("agent: run %s: its record: %w", id, err)
+			if log != nil {
+				log.Warn("a run's record does not parse; left out", "session", sess, "run", id, "err", err)
+			}
+			return nil
 		}
 		out = append(out, info)
 		return nil
@@ -126,7 +132,7 @@ func Interrupted(rs RunStore, log *slog.Logger) func(ctx context.Context, sessio
 		log = slog.Default()
 	}
 	return func(ctx context.Context, session string, rec func(context.Context, event.Payload) (event.Event, error)) error {
-		runs, err := storedRuns(ctx, rs, session)
+		runs, err := storedRuns(ctx, rs, session, log)
 		if err != nil {
 			return err
 		}
@@ -176,7 +182,7 @@ func put(ctx context.Context, rs RunStore, info Info) error {
 // with an event). Their sessions have ended, so no run_ended can follow
 // their sandbox_stopped; the record says so.
 func (c *Controller) sweep(ctx context.Context) error {
-	runs, err := storedRuns(ctx, c.opts.Runs, "")
+	runs, err := storedRuns(ctx, c.opts.Runs, "", c.log)
 	if err != nil {
 		return err
 	}

@@ -132,6 +132,15 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := os.MkdirAll(opts.RunDir, 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
+	// Symlinks resolved (the administrator's, trusted): the workspaces'
+	// paths then have none, and what reads a workspace on the host as
+	// root (agent.LoadGuidance) can refuse any it meets as one a client
+	// planted after its directory was checked.
+	for _, dir := range []*string{&opts.DataDir, &opts.RunDir} {
+		if r, err := filepath.EvalSymlinks(*dir); err == nil {
+			*dir = r
+		}
+	}
 	d := &Daemon{
 		cfg:     opts.Config,
 		st:      opts.Store,

@@ -136,10 +136,14 @@ func (d *Daemon) place(ctx context.Context, name, ws string, own *sandbox.User) 
 	spec := sandbox.Spec{
 		ID:        name,
 		Workspace: ws,
-		Image:     sc.Image,
-		Protected: sc.Protected,
-		Network:   sandbox.Network(sc.Network),
-		Owner:     own,
+		// A client's directory is userWorkspace's real path, checked:
+		// the driver must bind that one, not what a symlink swapped into
+		// its parents since leads to.
+		WorkspaceResolved: keep,
+		Image:             sc.Image,
+		Protected:         sc.Protected,
+		Network:           sandbox.Network(sc.Network),
+		Owner:             own,
 		Limits: sandbox.Limits{
 			MemoryBytes: int64(sc.MemoryMB) << 20,
 			Pids:        sc.Pids,

@@ -126,6 +126,9 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: workspace: %w", ErrInvalidSpec, err)
 	}
+	if spec.WorkspaceResolved && ws != filepath.Clean(spec.Workspace) {
+		return nil, fmt.Errorf("%w: workspace %s: it now leads to %s through a symlink, which it did not when checked", ErrInvalidSpec, spec.Workspace, ws)
+	}
 	spec.Workspace = ws
 	sys := "/"
 	if spec.Image != "" {
@@ -549,9 +552,10 @@ type source struct {
 
 // How a source is opened.
 const (
-	cloneTree    = iota // open_tree(OPEN_TREE_CLONE): the path's own mount
-	cloneTreeRec        // the same with its submounts
-	openPath            // an O_PATH descriptor (the proxy's socket)
+	cloneTree         = iota // open_tree(OPEN_TREE_CLONE): the path's own mount
+	cloneTreeRec             // the same with its submounts
+	cloneTreeResolved        // cloneTreeRec, refusing a symlink on the way (Spec.WorkspaceResolved)
+	openPath                 // an O_PATH descriptor (the proxy's socket)
 )
 
 // open opens one source as a descriptor the init inherits.
@@ -563,6 +567,21 @@ func (src source) open() (*os.File, error) {
 		fd, err = unix.Open(src.path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	case cloneTree:
 		fd, err = unix.OpenTree(unix.AT_FDCWD, src.path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	case cloneTreeResolved:
+		// The path had no symlink when Create resolved it: one there now
+		// was swapped in since, and is refused (ELOOP) rather than followed.
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		var dir int
+		for {
+			dir, err = unix.Openat2(unix.AT_FDCWD, src.path, &how)
+			if err != unix.EINTR && err != unix.EAGAIN {
+				break
+			}
+		}
+		if err == nil {
+			fd, err = unix.OpenTree(dir, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+			unix.Close(dir)
+		}
 	default:
 		fd, err = unix.OpenTree(unix.AT_FDCWD, src.path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	}
@@ -602,7 +621,11 @@ func (s *nativeSandbox) initConfig(hidden []hiddenPath, sys string) initConfig {
 		// directory is the daemon's.
 		cfg.Root = initRootMount
 	}
-	cfg.Workspace = add(s.spec.Workspace, cloneTreeRec)
+	wsHow := cloneTreeRec
+	if s.spec.WorkspaceResolved {
+		wsHow = cloneTreeResolved
+	}
+	cfg.Workspace = add(s.spec.Workspace, wsHow)
 	cfg.ControlFrom = add(s.ctl, cloneTree)
 	if s.spec.Image != "" {
 		cfg.Image = add(sys, cloneTreeRec)

@@ -446,3 +446,50 @@ func TestReadOnlyWithSubmounts(t *testing.T) {
 		}
 	}
 }
+
+// TestResolvedWorkspaceSwapped: a client's workspace (WorkspaceResolved)
+// whose parent its user swaps for a symlink after the daemon checked it
+// is refused, at Create or when the shell starts, instead of binding the
+// directory the link leads to (one its user may not reach).
+func TestResolvedWorkspaceSwapped(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	base := t.TempDir()
+	for _, dir := range []string{"a/proj", "victim/proj"} {
+		if err := os.MkdirAll(filepath.Join(base, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(base, "victim/proj/marker"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "victim"), filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	// Swapped before Create.
+	if _, err := d.Create(context.Background(), Spec{Workspace: filepath.Join(base, "link/proj"), WorkspaceResolved: true}); !errors.Is(err, ErrInvalidSpec) {
+		t.Fatalf("Create through a symlink: %v, want ErrInvalidSpec", err)
+	}
+	// Swapped between Create and the shell's start.
+	ctx := context.Background()
+	sb, err := d.Create(ctx, Spec{Workspace: filepath.Join(base, "a/proj"), WorkspaceResolved: true})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { sb.Destroy(context.Background()) })
+	if err := os.Rename(filepath.Join(base, "a"), filepath.Join(base, "a.old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "victim"), filepath.Join(base, "a")); err != nil {
+		t.Fatal(err)
+	}
+	term, err := terminal.New(ctx, termOptions(sb))
+	if err == nil {
+		defer term.Close()
+		res, _ := term.Run(ctx, termReq("ls", 10*time.Second), &bytes.Buffer{})
+		t.Fatalf("the shell started in the swapped workspace; ls: %+v", res)
+	}
+	if !strings.Contains(err.Error(), "symbolic links") {
+		t.Errorf("start in a swapped workspace: %v, want ELOOP", err)
+	}
+}

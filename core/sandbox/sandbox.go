@@ -105,6 +105,13 @@ type Spec struct {
 	// Workspace is the host directory the shell works in, bound
 	// read-write at Workdir. Required by the native driver.
 	Workspace string
+	// WorkspaceResolved says the caller resolved Workspace's symlinks
+	// and checked the directory it names (a client's directory): the
+	// native driver then refuses a Workspace that has a symlink on its
+	// way by the time it binds it, which a user who may write one of its
+	// parents could have swapped in after the check to have another
+	// directory (one they cannot reach) bound into their sandbox.
+	WorkspaceResolved bool
 	// Workdir is the workspace's path inside. Default DefaultWorkdir.
 	Workdir string
 	// Image is a directory holding a root filesystem (an unpacked image)

@@ -256,6 +256,7 @@ func TestClientWorkspace(t *testing.T) {
 		{65533, filepath.Join(project, "README"), "not a directory"},
 		{0, cfg.Daemon.DataDir, "harnessd's own data"},
 		{0, "/", "root directory"},
+		{65533, "/tmp", "every user may write"},
 		{0, rootHome, "home directory"},
 		{0, hidden, "home directory"},
 	} {

@@ -52,6 +52,11 @@ func (d *Daemon) userWorkspace(path string, who *Requester) (string, error) {
 	if real == "/" {
 		return bad("the root directory cannot be a workspace")
 	}
+	if m := st.Mode(); m&os.ModeSticky != 0 && m.Perm()&0o002 != 0 {
+		// /tmp, /dev/shm: every user writes there, so anyone could plant
+		// what the agent reads (AGENTS.md) or the sandbox pins.
+		return bad("a directory every user may write in (sticky, like /tmp) cannot be a workspace; use a directory of your own")
+	}
 	for _, own := range []string{d.dataDir, d.runDir} {
 		if r, err := filepath.EvalSymlinks(own); err == nil && (within(real, r) || within(r, real)) {
 			return bad("holds or is inside harnessd's own data (%s)", own)

@@ -60,8 +60,7 @@ func TestGitWorkspace(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to connect as another uid")
 	}
-	curl, err := exec.LookPath("curl")
-	if err != nil {
+	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed (scripts/test installs it): ", err)
 	}
 	dir := t.TempDir()
@@ -97,16 +96,7 @@ func TestGitWorkspace(t *testing.T) {
 	before, _ := os.ReadFile(filepath.Join(repo, ".git", "config"))
 
 	as := func(uid int, body string) (int, string) {
-		cmd := exec.Command(curl, "-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", td.socket, "-X", "POST", "-d", body, "http://x/v1/sessions")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("curl as %d: %v", uid, err)
-		}
-		i := strings.LastIndexByte(string(out), '\n')
-		var code int
-		fmt.Sscan(string(out[i+1:]), &code)
-		return code, string(out[:i])
+		return curlAs(t, td.socket, uid, "POST", "/v1/sessions", body)
 	}
 	gitBody := func(id, repo, ref string) string {
 		return fmt.Sprintf(`{"id":%q,"git":{"repo":%q,"ref":%q}}`, id, repo, ref)

@@ -201,8 +201,7 @@ func TestClientWorkspace(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to connect as another uid")
 	}
-	curl, err := exec.LookPath("curl")
-	if err != nil {
+	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed (scripts/test installs it): ", err)
 	}
 	dir := t.TempDir()
@@ -234,16 +233,7 @@ func TestClientWorkspace(t *testing.T) {
 	defer os.RemoveAll(hidden)
 
 	as := func(uid int, body string) (int, string) {
-		cmd := exec.Command(curl, "-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", td.socket, "-X", "POST", "-d", body, "http://x/v1/sessions")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("curl as %d: %v", uid, err)
-		}
-		i := strings.LastIndexByte(string(out), '\n')
-		var code int
-		fmt.Sscan(string(out[i+1:]), &code)
-		return code, string(out[:i])
+		return curlAs(t, td.socket, uid, "POST", "/v1/sessions", body)
 	}
 	for _, c := range []struct {
 		uid  int
@@ -294,8 +284,7 @@ func TestOwnership(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to connect as another uid")
 	}
-	curl, err := exec.LookPath("curl")
-	if err != nil {
+	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed (scripts/test installs it): ", err)
 	}
 	dir := t.TempDir()
@@ -306,20 +295,7 @@ func TestOwnership(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	os.Chmod(filepath.Dir(dir), 0o755)
 	as := func(uid int, method, path, body string) (int, string) {
-		args := []string{"-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", td.socket, "-X", method}
-		if body != "" {
-			args = append(args, "-d", body)
-		}
-		cmd := exec.Command(curl, append(args, "http://x"+path)...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("curl as %d: %v", uid, err)
-		}
-		i := strings.LastIndexByte(string(out), '\n')
-		var code int
-		fmt.Sscan(string(out[i+1:]), &code)
-		return code, string(out[:i])
+		return curlAs(t, td.socket, uid, method, path, body)
 	}
 	if code, body := as(65533, "POST", "/v1/sessions", `{"id":"mine"}`); code != 201 || !strings.Contains(body, `"owner":65533`) {
 		t.Fatalf("create as 65533: %d %s", code, body)
@@ -355,4 +331,29 @@ func TestOwnership(t *testing.T) {
 	if code, body := as(0, "GET", "/v1/sessions/mine/events", ""); code != 200 || strings.Contains(body, "intruder") {
 		t.Errorf("root's read: %d, or the intruder's action was recorded: %.300s", code, body)
 	}
+}
+
+// curlAs sends one request to the daemon's socket with curl running as
+// uid (its primary group the same number), as another local user's client
+// would, and returns the status and body.
+func curlAs(t *testing.T, socket string, uid int, method, path, body string) (int, string) {
+	t.Helper()
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl is needed (scripts/test installs it): ", err)
+	}
+	args := []string{"-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket, "-X", method}
+	if body != "" {
+		args = append(args, "-d", body)
+	}
+	cmd := exec.Command(curl, append(args, "http://x"+path)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("curl as %d: %v", uid, err)
+	}
+	i := strings.LastIndexByte(string(out), '\n')
+	var code int
+	fmt.Sscan(string(out[i+1:]), &code)
+	return code, string(out[:i])
 }

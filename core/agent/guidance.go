@@ -52,6 +52,14 @@ func LoadGuidance(workspace, task, userMessage string) (files []Guidance, skippe
 		return nil, nil, err
 	}
 	defer root.Close()
+	// The daemon reads as root; the workspace's owner is who the files
+	// are read for (see readLimited).
+	var owner uint32
+	if st, err := root.Stat("."); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			owner = sys.Uid
+		}
+	}
 	var names []string
 	if _, err := root.Lstat(GuidanceFile); err == nil {
 		names = append(names, GuidanceFile)
@@ -73,7 +81,7 @@ func LoadGuidance(workspace, task, userMessage string) (files []Guidance, skippe
 	match := strings.ToLower(task + "\n" + userMessage)
 	total := 0
 	for _, name := range names {
-		text, err := readLimited(root, name)
+		text, err := readLimited(root, name, owner)
 		if err != nil {
 			skipped = append(skipped, name+": "+err.Error())
 			continue
@@ -115,7 +123,11 @@ func openWorkspace(path string) (*os.Root, error) {
 }
 
 // readLimited reads a regular file of at most maxGuidanceFile bytes.
-func readLimited(root *os.Root, name string) (string, error) {
+// It reads only a file the workspace's owner could read by its mode bits
+// (theirs, or readable by all): in a shared directory, a file of someone
+// else's that they may not read must not reach their agent's prompt
+// through the daemon, which reads as root.
+func readLimited(root *os.Root, name string, owner uint32) (string, error) {
 	// O_NONBLOCK: a FIFO (the agent can make one) opens at once, and is
 	// then refused as not a regular file, instead of hanging the run.
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -133,6 +145,9 @@ func readLimited(root *os.Root, name string) (string, error) {
 	}
 	if !st.Mode().IsRegular() {
 		return "", errors.New("not a regular file")
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != owner && st.Mode().Perm()&0o004 == 0 {
+		return "", fmt.Errorf("not the workspace owner's (uid %d) and not readable by all", owner)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxGuidanceFile+1))
 	if err != nil {

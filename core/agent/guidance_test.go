@@ -130,3 +130,33 @@ func TestGuidanceWorkspaceSwapped(t *testing.T) {
 		t.Fatalf("LoadGuidance: %v, %v", files, err)
 	}
 }
+
+// TestGuidanceNotTheOwners: in a shared workspace, a guidance file of
+// someone else's that the workspace's owner may not read is skipped (the
+// daemon reads as root); one readable by all is loaded.
+func TestGuidanceNotTheOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make files of other users")
+	}
+	ws := t.TempDir()
+	os.Chown(ws, 65533, 65533)
+	os.MkdirAll(filepath.Join(ws, GuidanceDir), 0o777)
+	secret := filepath.Join(ws, GuidanceFile)
+	os.WriteFile(secret, []byte("root's secret\n"), 0o600) // root's, 0600
+	open := filepath.Join(ws, GuidanceDir, "style.md")
+	os.WriteFile(open, []byte("tabs\n"), 0o644) // root's, readable by all
+	mine := filepath.Join(ws, GuidanceDir, "mine.md")
+	os.WriteFile(mine, []byte("mine\n"), 0o600)
+	os.Chown(mine, 65533, 65533)
+	files, skipped, err := LoadGuidance(ws, "task", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Path)
+	}
+	if !reflect.DeepEqual(got, []string{GuidanceDir + "/mine.md", GuidanceDir + "/style.md"}) || len(skipped) != 1 || !strings.Contains(skipped[0], "not the workspace owner's") {
+		t.Fatalf("loaded %v, skipped %q", got, skipped)
+	}
+}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
@@ -356,4 +358,37 @@ func curlAs(t *testing.T, socket string, uid int, method, path, body string) (in
 	var code int
 	fmt.Sscan(string(out[i+1:]), &code)
 	return code, string(out[:i])
+}
+
+// TestSessionNetwork: a session may narrow sandbox.network, never widen
+// it; a narrowed session's sandbox has the network it asked for.
+func TestSessionNetwork(t *testing.T) {
+	cfg := nativeConfig(t)
+	cfg.Sandbox.Network = config.NetworkHost
+	td := startDaemon(t, cfg)
+	ctx := context.Background()
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "open"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "closed", Network: config.NetworkNone}); err != nil {
+		t.Fatal(err)
+	}
+	ifaces := `awk -F: 'NR>2 {gsub(/ /, "", $1); printf "%s ", $1}' /proc/net/dev`
+	open := run(t, td.cl, "open", ifaces)
+	closed := run(t, td.cl, "closed", ifaces)
+	if closed.Output != "lo " || open.Output == "lo " {
+		t.Fatalf("interfaces: host network %q, narrowed to none %q", open.Output, closed.Output)
+	}
+	// Widening, and what is not a network, are refused.
+	td2 := startDaemon(t, nativeConfig(t)) // sandbox.network none
+	for net, want := range map[string]string{config.NetworkHost: "more open", config.NetworkProxy: "more open", "wifi": "want none, proxy or host"} {
+		_, err := td2.cl.CreateSession(ctx, daemon.CreateRequest{Network: net})
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Message, want) {
+			t.Errorf("network %q on a none daemon: %v, want 400 %q", net, err, want)
+		}
+	}
+	if _, err := td2.cl.CreateSession(ctx, daemon.CreateRequest{Network: config.NetworkNone}); err != nil {
+		t.Errorf("asking for the configured network: %v", err)
+	}
 }

@@ -66,6 +66,10 @@ type CreateRequest struct {
 	// ref (see GitSource), instead of a fresh empty one; not with
 	// Workspace.
 	Git *GitSource `json:"git,omitempty"`
+	// Network narrows sandbox.network for this session: "none", "proxy"
+	// or "host", at most as open as the configured one (none < proxy <
+	// host); "" is the configured one.
+	Network string `json:"network,omitempty"`
 	// Requester is who asks, from the API's peer credentials: a client's
 	// workspace must be theirs to write, and the sandbox's files become
 	// theirs when the requester is not root (root's go to the sandbox's
@@ -119,6 +123,10 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 	}
 	own := owner(req.Requester)
+	network, err := d.sessionNetwork(req.Network)
+	if err != nil {
+		return Info{}, err
+	}
 	if req.Workspace != "" && req.Git != nil {
 		return Info{}, fmt.Errorf("%w: name a workspace or a git source, not both", ErrBadRequest)
 	}
@@ -140,7 +148,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 			return Info{}, err
 		}
 		ws = real
-	} else if d.pool != nil && own == nil {
+	} else if d.pool != nil && own == nil && network == "" {
 		// Pooled sandboxes were made before any client was known, for the
 		// dedicated user; a session owned by a client's user starts cold.
 		if p, ok := d.pool.take(); ok {
@@ -152,7 +160,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	if req.Requester != nil {
 		rec.Owner = req.Requester.UID
 	}
-	rec, err := d.st.CreateSession(ctx, rec)
+	rec, err = d.st.CreateSession(ctx, rec)
 	if err != nil {
 		if warm != nil {
 			warm.close()
@@ -165,7 +173,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
 	}
-	ls, err := d.start(ctx, id, ws, warm, own)
+	ls, err := d.start(ctx, id, ws, warm, own, network)
 	if err != nil {
 		// The record stays: it says the session never started.
 		d.bus.Append(context.WithoutCancel(ctx), id, event.Event{Session: id, Source: event.SourceRuntime, Time: time.Now().UTC(),
@@ -192,7 +200,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 // start starts a session's shell: in warm's sandbox if the pool had one,
 // else in a new sandbox (or on the host with driver none) with its
 // workspace at ws, owned by own (nil: the driver's default).
-func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own *sandbox.User) (*liveSession, error) {
+func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own *sandbox.User, network string) (*liveSession, error) {
 	cfg := session.ConfigFrom(d.conf(), ws)
 	cfg.Events, cfg.Outputs, cfg.Logger, cfg.Live = d.bus, d.outputs, d.log, d.hub
 	cfg.Driver = d.driver.Name()
@@ -203,7 +211,7 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own 
 	} else {
 		if warm == nil {
 			var err error
-			if warm, err = d.place(ctx, id, ws, own); err != nil {
+			if warm, err = d.place(ctx, id, ws, own, network); err != nil {
 				return nil, err
 			}
 		}
@@ -274,6 +282,30 @@ func (d *Daemon) OutputSession(ctx context.Context, outputID string) (string, er
 		return "", nil
 	}
 	return o.SessionOf(ctx, outputID)
+}
+
+// networkRank orders network settings from the most closed.
+var networkRank = map[string]int{config.NetworkNone: 0, config.NetworkProxy: 1, config.NetworkHost: 2}
+
+// sessionNetwork checks a session's network request against the
+// configuration: it may only narrow it. It returns the network to place
+// the session's sandbox with, "" for the configured one.
+func (d *Daemon) sessionNetwork(want string) (string, error) {
+	sc := d.conf().Sandbox
+	if want == "" || want == sc.Network {
+		return "", nil
+	}
+	r, ok := networkRank[want]
+	if !ok {
+		return "", fmt.Errorf("%w: network %q: want none, proxy or host", ErrBadRequest, want)
+	}
+	if sc.Driver == config.DriverNone {
+		return "", fmt.Errorf("%w: network %q: sandbox.driver is none, so sessions run on the host's network", ErrBadRequest, want)
+	}
+	if r > networkRank[sc.Network] {
+		return "", fmt.Errorf("%w: network %q is more open than this daemon's sandbox.network (%s); a session may only narrow it", ErrBadRequest, want, sc.Network)
+	}
+	return want, nil
 }
 
 // Exists reports, as an error matching ErrNotFound, a session the store

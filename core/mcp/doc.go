@@ -15,7 +15,7 @@
 // The tools, each with a typed input (its JSON schema inferred, bounds
 // added) and a typed structured result:
 //
-//	session_create  {workspace?, id?, labels?}          -> the session
+//	session_create  {workspace?, id?, labels?, network?} -> the session
 //	session_list    {}                                  -> every session
 //	session_delete  {session, purge?}                   -> the ended session
 //	exec            {session?, command, is_input?, timeout_s?}
@@ -37,7 +37,7 @@
 //
 // # Caveats
 //
-// The file and python actions do not exist yet, so neither do their
-// tools. session_create has no per-session network or profile: the
-// sandbox's network is the daemon's sandbox.network.
+// The file and python actions have no tools yet. session_create's
+// network may only narrow the daemon's sandbox.network; there is no
+// per-session profile.
 package mcp

@@ -19,6 +19,7 @@ type SessionCreateIn struct {
 	Workspace string            `json:"workspace,omitempty" jsonschema:"an existing host directory to work in, bound read-write at /workspace in the sandbox (default: a fresh empty one)"`
 	ID        string            `json:"id,omitempty" jsonschema:"the session id: 1 to 64 letters, digits, '.', '_' or '-' (default: a new random one)"`
 	Labels    map[string]string `json:"labels,omitempty" jsonschema:"labels to find the session by later"`
+	Network   string            `json:"network,omitempty" jsonschema:"the sandbox's network, at most as open as the daemon allows: none (loopback only), proxy (allowed HTTP(S) hosts only) or host (default: the daemon's sandbox.network)"`
 }
 
 // Session is a session as the tools show it.
@@ -194,7 +195,7 @@ func (s *Server) sessionCreate(ctx context.Context, _ *sdk.CallToolRequest, in S
 	if err != nil {
 		return nil, Session{}, err
 	}
-	info, err := s.cl.CreateSession(ctx, daemon.CreateRequest{ID: in.ID, Labels: in.Labels, Workspace: ws})
+	info, err := s.cl.CreateSession(ctx, daemon.CreateRequest{ID: in.ID, Labels: in.Labels, Workspace: ws, Network: in.Network})
 	if err != nil {
 		return nil, Session{}, actionable("session_create", err)
 	}

@@ -47,9 +47,9 @@ client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --
   run [--agent NAME] [--session ID | --workspace DIR | --git REPO[@REF]] [--max-steps N] [--wall DUR] [--max-cost X] "TASK"
                                            drive an agent through a task, printing each action and observation;
                                            Ctrl-C stops the run; exits 0 only if the agent finished
-  session new [--id ID] [--label K=V]... [--workspace DIR | --git REPO[@REF]]
+  session new [--id ID] [--label K=V]... [--workspace DIR | --git REPO[@REF]] [--network none|proxy|host]
                                            create a session (in DIR, or a fresh clone of REPO at REF,
-                                           bound at /workspace); prints its id
+                                           bound at /workspace; its network at most sandbox.network); prints its id
   session ls                               list sessions
   session show ID                          one session
   session rm ID [--purge]                  end a session (--purge: and delete its history)
@@ -375,6 +375,7 @@ func (c *cmd) session(args []string) int {
 		id := fs.String("id", "", "session id (default: a new random one)")
 		workspace := fs.String("workspace", "", "work in this existing directory, bound at /workspace (default: a fresh empty one)")
 		gitSrc := fs.String("git", "", "work in a fresh clone of the repository REPO at REF (REPO[@REF]: a branch, tag or commit)")
+		network := fs.String("network", "", "the sandbox's network: none, proxy or host, at most as open as sandbox.network (default: sandbox.network)")
 		labels := map[string]string{}
 		fs.Func("label", "a K=V label (repeatable)", func(v string) error {
 			k, val, ok := strings.Cut(v, "=")
@@ -391,7 +392,7 @@ func (c *cmd) session(args []string) int {
 		if len(pos) > 0 {
 			return c.usage("unexpected argument %q", pos[0])
 		}
-		req := daemon.CreateRequest{ID: *id, Labels: labels}
+		req := daemon.CreateRequest{ID: *id, Labels: labels, Network: *network}
 		if *workspace != "" {
 			abs, err := filepath.Abs(*workspace)
 			if err != nil {

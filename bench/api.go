@@ -65,11 +65,7 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 	}
 	defer commit.close()
 
-	probes := []struct {
-		name string
-		run  func(context.Context) error
-		lat  []time.Duration
-	}{
+	probes := []probe{
 		{name: "api strict", run: strict.roundTrip},
 		{name: "api batch", run: batch.roundTrip},
 		{name: "terminal", run: func(ctx context.Context) error { return terminalTrue(ctx, term) }},
@@ -77,27 +73,9 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 		{name: "message strict", run: strict.message},
 		{name: "message batch", run: batch.message},
 	}
-	for i := range probes {
-		p := &probes[i]
-		for range warmUp {
-			if err := p.run(ctx); err != nil {
-				return fmt.Errorf("%s: warm-up: %w", p.name, err)
-			}
-		}
-		p.lat = make([]time.Duration, 0, b.opts.n)
-	}
-	per := max(1, b.opts.n/apiRounds)
-	for done := 0; done < b.opts.n; done += per {
-		for i := range probes {
-			p := &probes[i]
-			for range min(per, b.opts.n-done) {
-				t0 := time.Now()
-				if err := p.run(ctx); err != nil {
-					return fmt.Errorf("%s: run %d: %w", p.name, len(p.lat), err)
-				}
-				p.lat = append(p.lat, time.Since(t0))
-			}
-		}
+	per, err := b.takeTurns(ctx, probes)
+	if err != nil {
+		return err
 	}
 	st, ba, tm, bc := summarize(probes[0].lat), summarize(probes[1].lat), summarize(probes[2].lat), summarize(probes[3].lat)
 	ms, mb := summarize(probes[4].lat), summarize(probes[5].lat)
@@ -187,17 +165,66 @@ type inProcess struct {
 	done   chan error
 }
 
+// probe is one thing a section times, taking turns with others.
+type probe struct {
+	name string
+	run  func(context.Context) error
+	lat  []time.Duration
+}
+
+// takeTurns runs each probe warmUp times untimed, then b.opts.n times
+// timed, the probes taking turns in apiRounds slices so that load lands
+// on all of them alike. It returns the slice length.
+func (b *bench) takeTurns(ctx context.Context, probes []probe) (per int, err error) {
+	for i := range probes {
+		p := &probes[i]
+		for range warmUp {
+			if err := p.run(ctx); err != nil {
+				return 0, fmt.Errorf("%s: warm-up: %w", p.name, err)
+			}
+		}
+		p.lat = make([]time.Duration, 0, b.opts.n)
+	}
+	per = max(1, b.opts.n/apiRounds)
+	for done := 0; done < b.opts.n; done += per {
+		for i := range probes {
+			p := &probes[i]
+			for range min(per, b.opts.n-done) {
+				t0 := time.Now()
+				if err := p.run(ctx); err != nil {
+					return 0, fmt.Errorf("%s: run %d: %w", p.name, len(p.lat), err)
+				}
+				p.lat = append(p.lat, time.Since(t0))
+			}
+		}
+	}
+	return per, nil
+}
+
 // startInProcess serves a daemon over dir (store, workspaces and socket)
 // with the given durability and no sandbox, and creates one session.
 func startInProcess(ctx context.Context, dir, durability string) (*inProcess, error) {
+	p, err := startDaemon(ctx, dir, func(c *config.Config) {
+		c.Sandbox.Driver = config.DriverNone
+		c.Store.Durability = durability
+	})
+	if err != nil {
+		return nil, fmt.Errorf("daemon (%s): %w", durability, err)
+	}
+	return p, nil
+}
+
+// startDaemon serves a daemon in this process over dir (store,
+// workspaces and socket), with the defaults as set changes them, and
+// creates one session.
+func startDaemon(ctx context.Context, dir string, set func(*config.Config)) (*inProcess, error) {
 	cfg := config.Default()
 	cfg.Daemon.DataDir = dir
 	cfg.Daemon.Socket = filepath.Join(dir, "h.sock")
 	cfg.Daemon.ShutdownGrace = config.Duration{Duration: 500 * time.Millisecond}
-	cfg.Sandbox.Driver = config.DriverNone
-	cfg.Store.Durability = durability
+	set(&cfg)
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("daemon (%s): %w", durability, err)
+		return nil, err
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	p := &inProcess{cancel: cancel, done: make(chan error, 1)}
@@ -211,15 +238,15 @@ func startInProcess(ctx context.Context, dir, durability string) (*inProcess, er
 		p.cl = api.NewClient(socket)
 	case err := <-p.done:
 		cancel()
-		return nil, fmt.Errorf("daemon (%s): %w", durability, err)
+		return nil, err
 	case <-time.After(20 * time.Second):
 		cancel()
-		return nil, fmt.Errorf("daemon (%s): not ready in 20s", durability)
+		return nil, errors.New("not ready in 20s")
 	}
 	info, err := p.cl.CreateSession(ctx, daemon.CreateRequest{ID: "bench"})
 	if err != nil {
 		p.stop()
-		return nil, fmt.Errorf("daemon (%s): create session: %w", durability, err)
+		return nil, fmt.Errorf("create session: %w", err)
 	}
 	p.id = info.ID
 	return p, nil

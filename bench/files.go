@@ -3,17 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/harnessd/harnessd/cmd/harnessd/serve"
-	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
-	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/files"
 )
@@ -102,40 +97,15 @@ func (b *bench) files(ctx context.Context, s *Section) error {
 }
 
 // startFilesDaemon serves a daemon in this process with the given
-// sandbox driver and one session.
+// sandbox driver (no warm pool) and one session.
 func startFilesDaemon(ctx context.Context, dir, driver string) (*inProcess, error) {
-	cfg := config.Default()
-	cfg.Daemon.DataDir = dir
-	cfg.Daemon.Socket = filepath.Join(dir, "h.sock")
-	cfg.Daemon.ShutdownGrace = config.Duration{Duration: 500 * time.Millisecond}
-	cfg.Sandbox.Driver = driver
-	cfg.Sandbox.PoolSize = 0
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	dctx, cancel := context.WithCancel(ctx)
-	p := &inProcess{cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan string, 1)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	go func() {
-		p.done <- serve.Run(dctx, serve.Options{Config: cfg, Logger: log, Ready: func(s string) { ready <- s }})
-	}()
-	select {
-	case socket := <-ready:
-		p.cl = api.NewClient(socket)
-	case err := <-p.done:
-		cancel()
-		return nil, fmt.Errorf("daemon: %w", err)
-	case <-time.After(20 * time.Second):
-		cancel()
-		return nil, fmt.Errorf("daemon: not ready in 20s")
-	}
-	info, err := p.cl.CreateSession(ctx, daemon.CreateRequest{ID: "bench"})
+	p, err := startDaemon(ctx, dir, func(c *config.Config) {
+		c.Sandbox.Driver = driver
+		c.Sandbox.PoolSize = 0
+	})
 	if err != nil {
-		p.stop()
-		return nil, fmt.Errorf("create session: %w", err)
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	p.id = info.ID
 	return p, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -55,35 +54,13 @@ func (b *bench) mcp(ctx context.Context, s *Section) error {
 		}
 		return nil
 	}
-	probes := []struct {
-		name string
-		run  func(context.Context) error
-		lat  []time.Duration
-	}{
+	probes := []probe{
 		{name: "mcp", run: mcpTrue},
 		{name: "api", run: d.roundTrip},
 	}
-	for i := range probes {
-		p := &probes[i]
-		for range warmUp {
-			if err := p.run(ctx); err != nil {
-				return fmt.Errorf("%s: warm-up: %w", p.name, err)
-			}
-		}
-		p.lat = make([]time.Duration, 0, b.opts.n)
-	}
-	per := max(1, b.opts.n/apiRounds)
-	for done := 0; done < b.opts.n; done += per {
-		for i := range probes {
-			p := &probes[i]
-			for range min(per, b.opts.n-done) {
-				t0 := time.Now()
-				if err := p.run(ctx); err != nil {
-					return fmt.Errorf("%s: run %d: %w", p.name, len(p.lat), err)
-				}
-				p.lat = append(p.lat, time.Since(t0))
-			}
-		}
+	per, err := b.takeTurns(ctx, probes)
+	if err != nil {
+		return err
 	}
 	m, a := summarize(probes[0].lat), summarize(probes[1].lat)
 	s.Notes = append(s.Notes,

@@ -545,6 +545,10 @@ func (s *Server) reloadHooks(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	all := s.d.Approvals()
+	if p, known := PeerFrom(r.Context()); !known || admin(p) {
+		writeJSON(w, http.StatusOK, ApprovalList{Approvals: all})
+		return
+	}
 	kept := all[:0]
 	for _, a := range all {
 		if owner, err := s.d.OwnerOf(r.Context(), a.Session); err == nil && visible(r, owner) {

@@ -29,7 +29,7 @@ type Pipeline struct {
 var _ pipeline.Hooks = (*Pipeline)(nil)
 
 func sessionOf(s *session.Session) Session {
-	return Session{ID: s.ID(), Workspace: s.Workdir()}
+	return Session{ID: s.ID(), Workspace: s.Workdir(), Profile: s.Profile()}
 }
 
 // BeforeAction runs the action hooks.

@@ -141,6 +141,13 @@ func (c *Client) Sessions(ctx context.Context) ([]daemon.Info, error) {
 	return l.Sessions, err
 }
 
+// Profiles returns the profiles a session may be created with.
+func (c *Client) Profiles(ctx context.Context) ([]daemon.Profile, error) {
+	var l ProfileList
+	err := c.do(ctx, http.MethodGet, "/v1/profiles", nil, &l)
+	return l.Profiles, err
+}
+
 // Session returns one session.
 func (c *Client) Session(ctx context.Context, id string) (daemon.Info, error) {
 	var info daemon.Info

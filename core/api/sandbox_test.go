@@ -392,3 +392,72 @@ func TestSessionNetwork(t *testing.T) {
 		t.Errorf("asking for the configured network: %v", err)
 	}
 }
+
+// TestSessionProfile makes a session with a [profiles.NAME] of its own and
+// checks, from inside the sandbox, that its settings replaced [sandbox]'s
+// (the private /tmp's size, the workspace's disk, the network), that the
+// session and its hooks know its profile, and that a wrong name or a
+// wider network is a 400 that says what there is.
+func TestSessionProfile(t *testing.T) {
+	cfg := nativeConfig(t)
+	cfg.Sandbox.Network = config.NetworkHost
+	cfg.Sandbox.PoolSize = 1 // a profile's session must not take [sandbox]'s pooled sandbox
+	cfg.Profiles["tight"] = config.Profile{Network: config.NetworkNone, TmpMB: 16, DiskMB: 64, Pids: 64}
+	pol := filepath.Join(t.TempDir(), "policies")
+	os.Mkdir(pol, 0o755)
+	policy := `harness.on("action.cmd_run", function(ev)
+  if ev.command == "which-profile" then return harness.veto("profile=" .. harness.session.profile) end
+end)`
+	if err := os.WriteFile(filepath.Join(pol, "p.lua"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hooks.Dirs = []string{pol}
+	td := startDaemon(t, cfg)
+	ctx := context.Background()
+	info, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "tight", Profile: "tight"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Profile != "tight" {
+		t.Errorf("info.Profile = %q", info.Profile)
+	}
+	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	probe := `echo "tmp=$(df -m --output=size /tmp | tail -1 | tr -d ' ') ifaces=$(awk -F: 'NR>2 {gsub(/ /, "", $1); printf "%s,", $1}' /proc/net/dev)"`
+	tight := strings.TrimSpace(run(t, td.cl, "tight", probe).Output)
+	plain := strings.TrimSpace(run(t, td.cl, "plain", probe).Output)
+	if !strings.Contains(tight, "tmp=16 ") || !strings.HasSuffix(tight, "ifaces=lo,") {
+		t.Errorf("inside the tight profile's sandbox: %q", tight)
+	}
+	if strings.Contains(plain, "tmp=16 ") || strings.HasSuffix(plain, "ifaces=lo,") {
+		t.Errorf("inside a session without a profile: %q", plain)
+	}
+	if os.Geteuid() == 0 {
+		// The workspace is a filesystem of the profile's size.
+		if out := strings.TrimSpace(run(t, td.cl, "tight", `df -m --output=size /workspace | tail -1 | tr -d ' '`).Output); out == "" || len(out) > 2 {
+			t.Errorf("the tight profile's 64 MiB workspace is %q MiB", out)
+		}
+	}
+	ev, err := td.cl.Act(ctx, "tight", event.SourceAgent, event.CmdRun{Command: "which-profile"})
+	if v, ok := ev.Payload.(event.HookVeto); err != nil || !ok || v.Reason != "profile=tight" {
+		t.Errorf("a hook's harness.session.profile: %+v %v", ev.Payload, err)
+	}
+	all, err := td.cl.Profiles(ctx)
+	if err != nil || len(all) != 2 || all[1].Name != "tight" || all[1].TmpMB != 16 || all[1].MemoryMB != cfg.Sandbox.MemoryMB || all[0].Name != "small" {
+		t.Errorf("profiles: %+v %v", all, err)
+	}
+	for _, tc := range []struct {
+		req  daemon.CreateRequest
+		want string
+	}{
+		{daemon.CreateRequest{Profile: "huge"}, `profile "huge" is not in harness.toml's [profiles] (have small, tight)`},
+		{daemon.CreateRequest{Profile: "tight", Network: config.NetworkProxy}, "more open than profile tight's network (none)"},
+	} {
+		_, err := td.cl.CreateSession(ctx, tc.req)
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Message, tc.want) {
+			t.Errorf("%+v: %v, want 400 %q", tc.req, err, tc.want)
+		}
+	}
+}

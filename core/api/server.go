@@ -327,6 +327,7 @@ func (s *Server) routes() {
 	s.route("/v1/outputs/{id}", map[string]http.HandlerFunc{http.MethodGet: s.output})
 	s.route("/v1/approvals", map[string]http.HandlerFunc{http.MethodGet: s.listApprovals})
 	s.route("/v1/approvals/{session}/{seq}", map[string]http.HandlerFunc{http.MethodPost: s.decide})
+	s.route("/v1/profiles", map[string]http.HandlerFunc{http.MethodGet: s.listProfiles})
 	s.route("/v1/hooks/reload", map[string]http.HandlerFunc{http.MethodPost: s.reloadHooks})
 	s.route("/healthz", map[string]http.HandlerFunc{http.MethodGet: s.health})
 	s.route("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.d.Metrics().Handler().ServeHTTP})
@@ -360,6 +361,16 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 // SessionList is the body of GET /v1/sessions.
 type SessionList struct {
 	Sessions []daemon.Info `json:"sessions"`
+}
+
+// ProfileList is GET /v1/profiles' answer: the [profiles.NAME] of
+// harness.toml a session may be created with, each as its sandbox gets it.
+type ProfileList struct {
+	Profiles []daemon.Profile `json:"profiles"`
+}
+
+func (s *Server) listProfiles(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, ProfileList{Profiles: s.d.Profiles()})
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {

@@ -21,6 +21,9 @@ type Config struct {
 	Run      Run      `toml:"run"`
 	// Agents are the agents runs can use, by name ([agents.NAME]).
 	Agents map[string]Agent `toml:"agents"`
+	// Profiles are named sets of sandbox settings a session may be
+	// created with ([profiles.NAME]).
+	Profiles map[string]Profile `toml:"profiles"`
 }
 
 // Hooks is the [hooks] table: the Lua policies every action and
@@ -296,8 +299,9 @@ func Default() Config {
 				Ports: []int{80, 443},
 			},
 		},
-		Run:    defaultRun(),
-		Agents: defaultAgents(),
+		Run:      defaultRun(),
+		Agents:   defaultAgents(),
+		Profiles: defaultProfiles(),
 	}
 }
 

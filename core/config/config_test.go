@@ -49,8 +49,8 @@ func TestDefaultFileHasEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := settings(reflect.TypeFor[Config](), nil)
-	if len(keys) != 53 {
-		t.Errorf("Config has %d settings, this test expects 53: check the list below still means something", len(keys))
+	if len(keys) != 54 {
+		t.Errorf("Config has %d settings, this test expects 54: check the list below still means something", len(keys))
 	}
 	lines := strings.Split(string(data), "\n")
 	at := keyLines(string(data))
@@ -134,13 +134,14 @@ max_session_output_mb = 64
 			Rows:        24,
 			Env:         map[string]string{"GOFLAGS": "-mod=mod", "odd name": "x"},
 		},
-		Trim:    Trim{MaxChars: 8000, Head: 0, Tail: 5, MaxKeep: 0, Keywords: []string{}, LineCap: 80},
-		Store:   Store{Path: "/tmp/h.db", Durability: DurabilityBatch, MaxOutputMB: 0, MaxSessionOutputMB: 64},
-		Daemon:  Default().Daemon,
-		Sandbox: Default().Sandbox,
-		Hooks:   Default().Hooks,
-		Run:     Default().Run,
-		Agents:  Default().Agents,
+		Trim:     Trim{MaxChars: 8000, Head: 0, Tail: 5, MaxKeep: 0, Keywords: []string{}, LineCap: 80},
+		Store:    Store{Path: "/tmp/h.db", Durability: DurabilityBatch, MaxOutputMB: 0, MaxSessionOutputMB: 64},
+		Daemon:   Default().Daemon,
+		Sandbox:  Default().Sandbox,
+		Hooks:    Default().Hooks,
+		Run:      Default().Run,
+		Agents:   Default().Agents,
+		Profiles: Default().Profiles,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)

@@ -187,6 +187,7 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 			bad("sandbox.proxy.ports", "port %d of %d (%d) must be between 1 and 65535", i+1, len(sb.Proxy.Ports), p)
 		}
 	}
+	errs = append(errs, c.checkProfiles()...)
 	return append(errs, c.checkAgents()...)
 }
 

@@ -174,7 +174,7 @@ func New(ctx context.Context, opts Options) (*Daemon, error) {
 	if d.pooled() {
 		d.pool = newPool(d.conf().Sandbox.PoolSize, func(ctx context.Context) (*placement, error) {
 			name := newPlacementName()
-			return d.place(ctx, name, filepath.Join(d.dataDir, "workspaces", name), nil, "")
+			return d.place(ctx, name, filepath.Join(d.dataDir, "workspaces", name), nil, nil)
 		}, (*placement).close, d.metrics.observePoolTake, d.log)
 	}
 	return d, nil

@@ -92,7 +92,7 @@ func (d *Daemon) probe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := "probe-" + newPlacementName()
-	p, err := d.place(ctx, name, filepath.Join(d.runDir, name), nil, "")
+	p, err := d.place(ctx, name, filepath.Join(d.runDir, name), nil, nil)
 	if err != nil {
 		if errors.Is(err, syscall.EPERM) {
 			return fmt.Errorf("starting a sandbox: %w: the daemon may not create user namespaces with a root mapping; under systemd keep CAP_SETUID, CAP_SETGID and CAP_SETFCAP in CapabilityBoundingSet, elsewhere check seccomp/AppArmor policy and user.max_user_namespaces", err)
@@ -124,10 +124,10 @@ func (d *Daemon) pooled() bool {
 
 // place makes a new placement with its workspace at ws, whose files
 // belong to own (nil: the driver's default owner). A workspace the daemon
-// did not make is never created or removed here. network, if not "",
-// replaces sandbox.network (a session that narrows it, see
-// sessionNetwork).
-func (d *Daemon) place(ctx context.Context, name, ws string, own *sandbox.User, network string) (*placement, error) {
+// did not make is never created or removed here. over, if not nil,
+// replaces [sandbox]'s settings (a session's profile or narrowed network,
+// see sessionSandbox).
+func (d *Daemon) place(ctx context.Context, name, ws string, own *sandbox.User, over *config.Sandbox) (*placement, error) {
 	keep := !d.ownWorkspace(ws)
 	if !keep {
 		if err := os.MkdirAll(ws, 0o700); err != nil {
@@ -135,8 +135,8 @@ func (d *Daemon) place(ctx context.Context, name, ws string, own *sandbox.User, 
 		}
 	}
 	sc := d.conf().Sandbox
-	if network != "" {
-		sc.Network = network
+	if over != nil {
+		sc = *over
 	}
 	spec := sandbox.Spec{
 		ID:        name,

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,7 @@ type Info struct {
 	Workspace string            `json:"workspace,omitempty"` // on the host; only while live
 	Owner     int               `json:"owner,omitempty"`     // uid of the client that made it (0: root)
 	PID       int               `json:"pid,omitempty"`       // the shell's, only while live
+	Profile   string            `json:"profile,omitempty"`   // the [profiles.NAME] it was made with
 }
 
 // CreateRequest is what a new session is made from. Every field may be
@@ -70,6 +72,10 @@ type CreateRequest struct {
 	// or "host", at most as open as the configured one (none < proxy <
 	// host); "" is the configured one.
 	Network string `json:"network,omitempty"`
+	// Profile names a [profiles.NAME] table of harness.toml: the
+	// sandbox settings the session is made with instead of [sandbox]'s
+	// ("" for those). Network, if set too, narrows the profile's.
+	Profile string `json:"profile,omitempty"`
 	// Requester is who asks, from the API's peer credentials: a client's
 	// workspace must be theirs to write, and the sandbox's files become
 	// theirs when the requester is not root (root's go to the sandbox's
@@ -123,7 +129,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 	}
 	own := owner(req.Requester)
-	network, err := d.sessionNetwork(req.Network)
+	sc, err := d.sessionSandbox(req.Profile, req.Network)
 	if err != nil {
 		return Info{}, err
 	}
@@ -148,7 +154,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 			return Info{}, err
 		}
 		ws = real
-	} else if d.pool != nil && own == nil && network == "" {
+	} else if d.pool != nil && own == nil && sc == nil {
 		// Pooled sandboxes were made before any client was known, for the
 		// dedicated user; a session owned by a client's user starts cold.
 		if p, ok := d.pool.take(); ok {
@@ -156,7 +162,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 			defer d.pool.refill()
 		}
 	}
-	rec := record.Session{ID: id, State: StateLive, Labels: req.Labels, Workspace: ws}
+	rec := record.Session{ID: id, State: StateLive, Labels: req.Labels, Workspace: ws, Profile: req.Profile}
 	if req.Requester != nil {
 		rec.Owner = req.Requester.UID
 	}
@@ -173,7 +179,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
 	}
-	ls, err := d.start(ctx, id, ws, warm, own, network)
+	ls, err := d.start(ctx, id, ws, warm, own, sc, req.Profile)
 	if err != nil {
 		// The record stays: it says the session never started.
 		d.bus.Append(context.WithoutCancel(ctx), id, event.Event{Session: id, Source: event.SourceRuntime, Time: time.Now().UTC(),
@@ -199,9 +205,11 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 
 // start starts a session's shell: in warm's sandbox if the pool had one,
 // else in a new sandbox (or on the host with driver none) with its
-// workspace at ws, owned by own (nil: the driver's default).
-func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own *sandbox.User, network string) (*liveSession, error) {
+// workspace at ws, owned by own (nil: the driver's default), with the
+// sandbox settings sc (nil: [sandbox]'s) of the named profile.
+func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own *sandbox.User, sc *config.Sandbox, profile string) (*liveSession, error) {
 	cfg := session.ConfigFrom(d.conf(), ws)
+	cfg.Profile = profile
 	cfg.Events, cfg.Outputs, cfg.Logger, cfg.Live = d.bus, d.outputs, d.log, d.hub
 	cfg.Driver = d.driver.Name()
 	if d.conf().Sandbox.Driver == config.DriverNone {
@@ -211,7 +219,7 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own 
 	} else {
 		if warm == nil {
 			var err error
-			if warm, err = d.place(ctx, id, ws, own, network); err != nil {
+			if warm, err = d.place(ctx, id, ws, own, sc); err != nil {
 				return nil, err
 			}
 		}
@@ -233,7 +241,7 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own 
 }
 
 func (d *Daemon) info(s record.Session, ls *liveSession) Info {
-	in := Info{ID: s.ID, State: s.State, Created: s.Created, Ended: s.Ended, Labels: s.Labels, LastSeq: s.LastSeq, Owner: s.Owner}
+	in := Info{ID: s.ID, State: s.State, Created: s.Created, Ended: s.Ended, Labels: s.Labels, LastSeq: s.LastSeq, Owner: s.Owner, Profile: s.Profile}
 	if in.State == "" {
 		in.State = StateLive
 	}
@@ -287,25 +295,48 @@ func (d *Daemon) OutputSession(ctx context.Context, outputID string) (string, er
 // networkRank orders network settings from the most closed.
 var networkRank = map[string]int{config.NetworkNone: 0, config.NetworkProxy: 1, config.NetworkHost: 2}
 
-// sessionNetwork checks a session's network request against the
-// configuration: it may only narrow it. It returns the network to place
-// the session's sandbox with, "" for the configured one.
-func (d *Daemon) sessionNetwork(want string) (string, error) {
-	sc := d.conf().Sandbox
-	if want == "" || want == sc.Network {
-		return "", nil
+// sessionSandbox returns the sandbox settings a session asks for: the
+// named profile's over [sandbox]'s, with the network narrowed to want if
+// set (never widened: none < proxy < host). It returns nil when that is
+// just [sandbox] (a pooled sandbox will do). Errors match ErrBadRequest.
+func (d *Daemon) sessionSandbox(profile, want string) (*config.Sandbox, error) {
+	c := d.conf()
+	sc := c.Sandbox
+	if profile == "" && (want == "" || want == sc.Network) {
+		return nil, nil
 	}
-	r, ok := networkRank[want]
-	if !ok {
-		return "", fmt.Errorf("%w: network %q: want none, proxy or host", ErrBadRequest, want)
+	if profile != "" {
+		p, ok := c.Profiles[profile]
+		if !ok {
+			have := "none are defined"
+			if names := c.ProfileNames(); len(names) > 0 {
+				have = "have " + strings.Join(names, ", ")
+			}
+			return nil, fmt.Errorf("%w: profile %q is not in harness.toml's [profiles] (%s)", ErrBadRequest, profile, have)
+		}
+		if sc.Driver == config.DriverNone {
+			return nil, fmt.Errorf("%w: profile %q: sandbox.driver is none, so there is no sandbox for its settings to apply to", ErrBadRequest, profile)
+		}
+		sc = p.Apply(sc)
 	}
-	if sc.Driver == config.DriverNone {
-		return "", fmt.Errorf("%w: network %q: sandbox.driver is none, so sessions run on the host's network", ErrBadRequest, want)
+	if want != "" && want != sc.Network {
+		r, ok := networkRank[want]
+		if !ok {
+			return nil, fmt.Errorf("%w: network %q: want none, proxy or host", ErrBadRequest, want)
+		}
+		if sc.Driver == config.DriverNone {
+			return nil, fmt.Errorf("%w: network %q: sandbox.driver is none, so sessions run on the host's network", ErrBadRequest, want)
+		}
+		if r > networkRank[sc.Network] {
+			of := "this daemon's sandbox.network"
+			if profile != "" {
+				of = fmt.Sprintf("profile %s's network", profile)
+			}
+			return nil, fmt.Errorf("%w: network %q is more open than %s (%s); a session may only narrow it", ErrBadRequest, want, of, sc.Network)
+		}
+		sc.Network = want
 	}
-	if r > networkRank[sc.Network] {
-		return "", fmt.Errorf("%w: network %q is more open than this daemon's sandbox.network (%s); a session may only narrow it", ErrBadRequest, want, sc.Network)
-	}
-	return want, nil
+	return &sc, nil
 }
 
 // Exists reports, as an error matching ErrNotFound, a session the store
@@ -640,4 +671,28 @@ func (d *Daemon) EventsRaw(ctx context.Context, id string, after uint64, follow 
 			return replay(last)
 		}
 	}
+}
+
+// Profile is one of harness.toml's [profiles.NAME] as a session made with
+// it gets it: its settings over [sandbox]'s.
+type Profile struct {
+	Name      string `json:"name"`
+	Network   string `json:"network"`
+	Image     string `json:"image,omitempty"`
+	MemoryMB  int    `json:"memory_mb"`
+	Pids      int    `json:"pids"`
+	CPUWeight int    `json:"cpu_weight"`
+	TmpMB     int    `json:"tmp_mb"`
+	DiskMB    int    `json:"disk_mb"`
+}
+
+// Profiles returns the profiles a session may be created with, by name.
+func (d *Daemon) Profiles() []Profile {
+	c := d.conf()
+	out := make([]Profile, 0, len(c.Profiles))
+	for _, name := range c.ProfileNames() {
+		sb := c.Profiles[name].Apply(c.Sandbox)
+		out = append(out, Profile{Name: name, Network: sb.Network, Image: sb.Image, MemoryMB: sb.MemoryMB, Pids: sb.Pids, CPUWeight: sb.CPUWeight, TmpMB: sb.TmpMB, DiskMB: sb.DiskMB})
+	}
+	return out
 }

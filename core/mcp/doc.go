@@ -15,7 +15,7 @@
 // The tools, each with a typed input (its JSON schema inferred, bounds
 // added) and a typed structured result:
 //
-//	session_create  {workspace?, id?, labels?, network?} -> the session
+//	session_create  {workspace?, id?, labels?, network?, profile?} -> the session
 //	session_list    {}                                  -> every session
 //	session_delete  {session, purge?}                   -> the ended session
 //	exec            {session?, command, is_input?, timeout_s?}
@@ -38,6 +38,7 @@
 // # Caveats
 //
 // The file and python actions have no tools yet. session_create's
-// network may only narrow the daemon's sandbox.network; there is no
-// per-session profile.
+// profile is one of the daemon's harness.toml [profiles] (the operator
+// writes them; a client only chooses), and its network may only narrow
+// the profile's or sandbox.network.
 package mcp

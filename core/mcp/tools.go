@@ -19,7 +19,8 @@ type SessionCreateIn struct {
 	Workspace string            `json:"workspace,omitempty" jsonschema:"an existing host directory to work in, bound read-write at /workspace in the sandbox (default: a fresh empty one)"`
 	ID        string            `json:"id,omitempty" jsonschema:"the session id: 1 to 64 letters, digits, '.', '_' or '-' (default: a new random one)"`
 	Labels    map[string]string `json:"labels,omitempty" jsonschema:"labels to find the session by later"`
-	Network   string            `json:"network,omitempty" jsonschema:"the sandbox's network, at most as open as the daemon allows: none (loopback only), proxy (allowed HTTP(S) hosts only) or host (default: the daemon's sandbox.network)"`
+	Network   string            `json:"network,omitempty" jsonschema:"the sandbox's network, at most as open as the profile's (or the daemon's) allows: none (loopback only), proxy (allowed HTTP(S) hosts only) or host (default: that one)"`
+	Profile   string            `json:"profile,omitempty" jsonschema:"a named set of sandbox limits (memory, processes, CPU, disk, network) from the daemon's harness.toml [profiles], e.g. small; an unknown name is answered with the names there are (default: the daemon's [sandbox] limits)"`
 }
 
 // Session is a session as the tools show it.
@@ -30,10 +31,11 @@ type Session struct {
 	Workspace string            `json:"workspace,omitempty" jsonschema:"the host directory bound at /workspace, while live"`
 	Events    uint64            `json:"events" jsonschema:"how many events its log holds"`
 	Labels    map[string]string `json:"labels,omitempty"`
+	Profile   string            `json:"profile,omitempty" jsonschema:"the profile its sandbox was made with, if any"`
 }
 
 func sessionOf(in daemon.Info) Session {
-	return Session{ID: in.ID, State: in.State, Created: in.Created, Workspace: in.Workspace, Events: in.LastSeq, Labels: in.Labels}
+	return Session{ID: in.ID, State: in.State, Created: in.Created, Workspace: in.Workspace, Events: in.LastSeq, Labels: in.Labels, Profile: in.Profile}
 }
 
 // SessionListIn is session_list's input: nothing.
@@ -195,7 +197,7 @@ func (s *Server) sessionCreate(ctx context.Context, _ *sdk.CallToolRequest, in S
 	if err != nil {
 		return nil, Session{}, err
 	}
-	info, err := s.cl.CreateSession(ctx, daemon.CreateRequest{ID: in.ID, Labels: in.Labels, Workspace: ws, Network: in.Network})
+	info, err := s.cl.CreateSession(ctx, daemon.CreateRequest{ID: in.ID, Labels: in.Labels, Workspace: ws, Network: in.Network, Profile: in.Profile})
 	if err != nil {
 		return nil, Session{}, actionable("session_create", err)
 	}

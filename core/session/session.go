@@ -49,6 +49,9 @@ type Config struct {
 	// Driver names the sandbox's driver in sandbox_started ("none" when
 	// Sandbox is nil).
 	Driver string
+	// Profile names the [profiles.NAME] the sandbox was made with, for
+	// hooks ("" for [sandbox]'s settings).
+	Profile string
 
 	// Shell, if set, is an already started terminal (from a warm pool),
 	// started with Sandbox's options; Terminal is then not used.
@@ -72,6 +75,7 @@ type Session struct {
 	kept             atomic.Int64
 	log              *slog.Logger
 	dir              string
+	profile          string
 	fileHistory      files.History // the file actions' undo history (files.go)
 }
 
@@ -94,7 +98,7 @@ func New(ctx context.Context, id string, cfg Config) (*Session, error) {
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, live: cfg.Live, trim: cfg.Trim, maxOut: cfg.MaxOutput, maxTotal: cfg.MaxSessionOutput, log: cfg.Logger, dir: cfg.Terminal.Dir}
+	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, live: cfg.Live, trim: cfg.Trim, maxOut: cfg.MaxOutput, maxTotal: cfg.MaxSessionOutput, log: cfg.Logger, dir: cfg.Terminal.Dir, profile: cfg.Profile}
 	started := event.SandboxStarted{Driver: "none", SandboxID: fmt.Sprint(term.PID()), Workdir: cfg.Terminal.Dir}
 	if cfg.Sandbox != nil {
 		started = event.SandboxStarted{Driver: cfg.Driver, SandboxID: cfg.Sandbox.ID(), Workdir: cfg.Sandbox.Workdir()}
@@ -145,6 +149,10 @@ func (s *Session) Workdir() string {
 	}
 	return s.dir
 }
+
+// Profile is the name of the profile the session's sandbox was made
+// with, "" for [sandbox]'s settings.
+func (s *Session) Profile() string { return s.profile }
 
 // ID is the session's id.
 func (s *Session) ID() string { return s.id }

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,12 +45,14 @@ daemon:
                                 shrinks its file); run it while the daemon is stopped
 
 client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --json for scripts):
-  run [--agent NAME] [--session ID | --workspace DIR | --git REPO[@REF]] [--max-steps N] [--wall DUR] [--max-cost X] "TASK"
+  run [--agent NAME] [--session ID | --workspace DIR | --git REPO[@REF] [--profile NAME]] [--max-steps N] [--wall DUR] [--max-cost X] "TASK"
                                            drive an agent through a task, printing each action and observation;
                                            Ctrl-C stops the run; exits 0 only if the agent finished
-  session new [--id ID] [--label K=V]... [--workspace DIR | --git REPO[@REF]] [--network none|proxy|host]
+  session new [--id ID] [--label K=V]... [--workspace DIR | --git REPO[@REF]] [--profile NAME] [--network none|proxy|host]
                                            create a session (in DIR, or a fresh clone of REPO at REF,
-                                           bound at /workspace; its network at most sandbox.network); prints its id
+                                           bound at /workspace; with a [profiles.NAME]'s sandbox limits; its
+                                           network at most the configured one); prints its id
+  session profiles                         the profiles a session may be created with, and their limits
   session ls                               list sessions
   session show ID                          one session
   session rm ID [--purge]                  end a session (--purge: and delete its history)
@@ -366,7 +369,7 @@ func LoadConfig(path string, getenv func(string) string) (config.Config, error) 
 func (c *cmd) session(args []string) int {
 	if len(args) == 0 {
 		c.name = "session"
-		return c.usage("want new, ls, show or rm")
+		return c.usage("want new, ls, show, rm or profiles")
 	}
 	sub, args := args[0], args[1:]
 	fs, socket := c.flags("session " + sub)
@@ -375,7 +378,8 @@ func (c *cmd) session(args []string) int {
 		id := fs.String("id", "", "session id (default: a new random one)")
 		workspace := fs.String("workspace", "", "work in this existing directory, bound at /workspace (default: a fresh empty one)")
 		gitSrc := fs.String("git", "", "work in a fresh clone of the repository REPO at REF (REPO[@REF]: a branch, tag or commit)")
-		network := fs.String("network", "", "the sandbox's network: none, proxy or host, at most as open as sandbox.network (default: sandbox.network)")
+		network := fs.String("network", "", "the sandbox's network: none, proxy or host, at most as open as the profile's or sandbox.network (default: that)")
+		profile := fs.String("profile", "", "make the sandbox with harness.toml's [profiles.NAME] settings instead of [sandbox]'s (see session profiles)")
 		labels := map[string]string{}
 		fs.Func("label", "a K=V label (repeatable)", func(v string) error {
 			k, val, ok := strings.Cut(v, "=")
@@ -392,7 +396,7 @@ func (c *cmd) session(args []string) int {
 		if len(pos) > 0 {
 			return c.usage("unexpected argument %q", pos[0])
 		}
-		req := daemon.CreateRequest{ID: *id, Labels: labels, Network: *network}
+		req := daemon.CreateRequest{ID: *id, Labels: labels, Network: *network, Profile: *profile}
 		if *workspace != "" {
 			abs, err := filepath.Abs(*workspace)
 			if err != nil {
@@ -433,6 +437,29 @@ func (c *cmd) session(args []string) int {
 		fmt.Fprintln(tw, "ID\tSTATE\tCREATED\tEVENTS\tLABELS")
 		for _, s := range all {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.ID, s.State, s.Created.Local().Format(time.DateTime), s.LastSeq, labelString(s.Labels))
+		}
+		tw.Flush()
+		return 0
+	case "profiles":
+		pos, err := parse(fs, args)
+		if err != nil {
+			return 2
+		}
+		if len(pos) > 0 {
+			return c.usage("unexpected argument %q", pos[0])
+		}
+		all, err := c.client(*socket).Profiles(c.ctx)
+		if err != nil {
+			return c.fail(err)
+		}
+		if c.json {
+			c.printJSON(all)
+			return 0
+		}
+		tw := tabwriter.NewWriter(c.env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tNETWORK\tMEMORY_MB\tPIDS\tCPU_WEIGHT\tTMP_MB\tDISK_MB\tIMAGE")
+		for _, p := range all {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.Network, p.MemoryMB, p.Pids, p.CPUWeight, p.TmpMB, p.DiskMB, cmp.Or(p.Image, "-"))
 		}
 		tw.Flush()
 		return 0
@@ -477,13 +504,16 @@ func (c *cmd) session(args []string) int {
 		if info.PID != 0 {
 			fmt.Fprintf(tw, "shell pid\t%d\n", info.PID)
 		}
+		if info.Profile != "" {
+			fmt.Fprintf(tw, "profile\t%s\n", info.Profile)
+		}
 		if len(info.Labels) > 0 {
 			fmt.Fprintf(tw, "labels\t%s\n", labelString(info.Labels))
 		}
 		tw.Flush()
 		return 0
 	}
-	return c.usage("unknown subcommand %q: want new, ls, show or rm", sub)
+	return c.usage("unknown subcommand %q: want new, ls, show, rm or profiles", sub)
 }
 
 func labelString(l map[string]string) string {

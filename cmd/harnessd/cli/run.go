@@ -31,6 +31,7 @@ func (c *cmd) run(args []string) int {
 	sessionID := fs.String("session", "", "run in this live session (default: a new one)")
 	workspace := fs.String("workspace", "", "for a new session: work in this directory (default: a fresh empty one)")
 	gitSrc := fs.String("git", "", "for a new session: work in a fresh clone of the repository REPO at REF (REPO[@REF])")
+	profile := fs.String("profile", "", "for a new session: its sandbox gets harness.toml's [profiles.NAME] settings")
 	maxSteps := fs.Int("max-steps", 0, "step limit (default run.max_steps)")
 	wall := fs.Duration("wall", 0, "wall-clock budget (default run.wall)")
 	maxCost := fs.Float64("max-cost", 0, "cost budget (default run.max_cost)")
@@ -43,8 +44,8 @@ func (c *cmd) run(args []string) int {
 	if len(pos) == 0 {
 		return c.usage(`want a task: harnessd run [--agent NAME] "what to do"`)
 	}
-	if *sessionID != "" && (*workspace != "" || *gitSrc != "") {
-		return c.usage("--workspace and --git make a new session; they do not go with --session")
+	if *sessionID != "" && (*workspace != "" || *gitSrc != "" || *profile != "") {
+		return c.usage("--workspace, --git and --profile make a new session; they do not go with --session")
 	}
 	task := strings.Join(pos, " ")
 	cl := c.client(*socket)
@@ -52,7 +53,7 @@ func (c *cmd) run(args []string) int {
 	ctx := context.WithoutCancel(c.ctx) // Ctrl-C stops the run; it does not drop the connection
 	sid := *sessionID
 	if sid == "" {
-		req := daemon.CreateRequest{Labels: map[string]string{"by": "harnessd run"}}
+		req := daemon.CreateRequest{Labels: map[string]string{"by": "harnessd run"}, Profile: *profile}
 		if *workspace != "" {
 			abs, err := filepath.Abs(*workspace)
 			if err != nil {

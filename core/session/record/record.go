@@ -32,6 +32,9 @@ type Session struct {
 	// root and the daemon's own user, the only one who may use it. 0 is
 	// root, or a session made before owners were kept.
 	Owner int `json:"owner,omitempty"`
+	// Profile is the [profiles.NAME] of harness.toml the session's
+	// sandbox was made with; "" for [sandbox]'s settings.
+	Profile string `json:"profile,omitempty"`
 
 	// LastSeq is the seq of the session's last event. A catalog fills it
 	// in on reads; it is not part of what a caller writes.

@@ -22,6 +22,16 @@
 //	                -> exit_code (-1: still running), cwd, the trimmed output, output_id and how to page it
 //	output_read     {output_id, from_line?, to_line?}   -> a page of a full output
 //	events          {session?, after?, limit?}          -> the session's events, one JSON line each
+//	file_view       {session?, path, from_line?, to_line?}   -> the file with line numbers
+//	file_create     {session?, path, content, overwrite?}    -> what was written
+//	file_str_replace {session?, path, old, new}              -> the edited region and the diff
+//	file_insert     {session?, path, line, text}             -> the edited region and the diff
+//	file_undo       {session?, path}                         -> the file as it was before
+//
+// The file tools are the file actions (core/files): done by the sandbox's
+// init inside the sandbox, vetoed by the same hooks, recorded in the same
+// log; a failed edit (old matching twice, say) is an isError result that
+// says where it matched.
 //
 // exec with no session uses the connection's default session, created on
 // first use and ended (not purged: its history stays) when the client
@@ -37,7 +47,7 @@
 //
 // # Caveats
 //
-// The file and python actions have no tools yet. session_create's
+// The python action has no tool yet. session_create's
 // profile is one of the daemon's harness.toml [profiles] (the operator
 // writes them; a client only chooses), and its network may only narrow
 // the profile's or sandbox.network.

@@ -162,12 +162,17 @@ func TestToolsAndAnnotations(t *testing.T) {
 	}
 	type hints struct{ ro, destructive, idempotent bool }
 	want := map[string]hints{
-		"session_create": {false, false, false},
-		"session_list":   {true, false, true},
-		"session_delete": {false, true, true},
-		"exec":           {false, true, false},
-		"output_read":    {true, false, true},
-		"events":         {true, false, true},
+		"session_create":   {false, false, false},
+		"session_list":     {true, false, true},
+		"session_delete":   {false, true, true},
+		"exec":             {false, true, false},
+		"output_read":      {true, false, true},
+		"events":           {true, false, true},
+		"file_view":        {true, false, true},
+		"file_create":      {false, true, false},
+		"file_str_replace": {false, true, false},
+		"file_insert":      {false, false, false},
+		"file_undo":        {false, true, false},
 	}
 	for _, tool := range res.Tools {
 		w, found := want[tool.Name]

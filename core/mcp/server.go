@@ -95,6 +95,7 @@ func New(cl *api.Client, opts Options) *Server {
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
 	s.addTools()
+	s.addFileTools()
 	return s
 }
 

@@ -3,13 +3,16 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/harnessd/harnessd/cmd/harnessd/serve"
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/mcp"
 )
 
@@ -458,5 +462,81 @@ func TestHTTPEndpoint(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHTTPSessionOwner: an MCP session on /mcp is its starter's. Another
+// allowed user who presents its Mcp-Session-Id gets 403 and nothing runs
+// in the starter's default session; the starter goes on.
+func TestHTTPSessionOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as other uids")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Fatal("curl is needed (scripts/test installs it): ", err)
+	}
+	socket := daemon(t, func(c *config.Config) { c.Daemon.AllowUIDs = []int{65533, 65534} })
+	os.Chmod(socket, 0o666)
+	os.Chmod(filepath.Dir(socket), 0o755)
+	os.Chmod(filepath.Dir(filepath.Dir(socket)), 0o755)
+	// post sends one JSON-RPC message to /mcp as uid and returns the
+	// status, the session id the answer names, and the body.
+	post := func(uid int, sid, body string) (int, string, string) {
+		t.Helper()
+		args := []string{"-s", "-D", "-", "--unix-socket", socket, "-X", "POST",
+			"-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream",
+			"-H", "MCP-Protocol-Version: 2025-06-18", "-d", body}
+		if sid != "" {
+			args = append(args, "-H", "Mcp-Session-Id: "+sid)
+		}
+		cmd := exec.Command(curl, append(args, "http://harnessd/mcp")...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("curl as %d: %v", uid, err)
+		}
+		head, rest, _ := strings.Cut(string(out), "\r\n\r\n")
+		var code int
+		fmt.Sscanf(head, "HTTP/1.1 %d", &code)
+		id := ""
+		for _, l := range strings.Split(head, "\r\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.EqualFold(k, "Mcp-Session-Id") {
+				id = strings.TrimSpace(v)
+			}
+		}
+		return code, id, rest
+	}
+	code, sid, body := post(65534, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`)
+	if code != 200 || sid == "" {
+		t.Fatalf("initialize as 65534: %d session %q %s", code, sid, body)
+	}
+	if code, _, body := post(65534, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != 202 {
+		t.Fatalf("initialized: %d %s", code, body)
+	}
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec","arguments":{"command":"echo ran-as-$((60000+5000))"}}}`
+	if code, _, body := post(65533, sid, call); code != 403 || !strings.Contains(body, "another user") || strings.Contains(body, "ran-as") {
+		t.Errorf("another uid with the MCP session id: %d %s", code, body)
+	}
+	if code, _, body := post(65534, sid, call); code != 200 || !strings.Contains(body, "ran-as-65000") {
+		t.Errorf("the starter after the refusal: %d %s", code, body)
+	}
+	cl := api.NewClient(socket)
+	defer cl.Close()
+	all, err := cl.Sessions(context.Background())
+	if err != nil || len(all) != 1 || all[0].Owner != 65534 {
+		t.Fatalf("sessions: %+v %v", all, err)
+	}
+	runs := 0
+	if err := cl.Events(context.Background(), all[0].ID, 0, false, func(ev event.Event) error {
+		if ev.Kind() == event.KindCmdRun {
+			runs++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 {
+		t.Errorf("the starter's session ran %d commands, want 1", runs)
 	}
 }

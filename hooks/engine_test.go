@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/files"
 )
 
 // writeHooks writes files (name -> Lua source) to a new directory.
@@ -568,5 +570,39 @@ end)`})
 	}
 	if err := Test(context.Background(), writeHooks(t, map[string]string{"bad.lua": "x ="}), "ls", nil, &out); err == nil {
 		t.Error("a broken file tested fine")
+	}
+}
+
+// TestTestAction asks policies about file actions, as `hooks test --action`
+// does: a veto by kind and path, a rewrite shown as the action's JSON, and
+// a view's text redacted but not trimmed.
+func TestTestAction(t *testing.T) {
+	dir := writeHooks(t, map[string]string{"f.lua": `
+harness.on("action.*", function(ev)
+  if ev.kind:sub(1, 5) ~= "file_" then return end
+  if ev.kind ~= "file_view" and ev.path:find(".github/", 1, true) then return harness.veto("CI is edited by people") end
+  if ev.kind == "file_create" and ev.path:match("%.sh$") and ev.content:sub(1, 2) ~= "#!" then return harness.rewrite({content = "#!/bin/sh\n" .. ev.content}, "a shebang") end
+end)
+harness.on("observation.*", function(ev, action)
+  return {redact = {{pattern = "AKIA[A-Z0-9]{16}", label = "aws"}}}
+end)`})
+	ask := func(a event.Payload, output io.Reader) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := TestAction(context.Background(), Dir{Path: dir}, a, output, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if got := ask(files.StrReplace{Path: "/workspace/.github/workflows/ci.yml", Old: "a", New: "b"}, nil); !strings.HasPrefix(got, "veto\n") || !strings.Contains(got, "f.lua:4\nreason: CI is edited by people") {
+		t.Errorf("str_replace under .github:\n%s", got)
+	}
+	if got := ask(files.Create{Path: "run.sh", Content: "echo hi\n"}, nil); !strings.HasPrefix(got, "rewrite\n") || !strings.Contains(got, `action: {"kind":"file_create","path":"run.sh","content":"#!/bin/sh\necho hi\n"}`) {
+		t.Errorf("create run.sh:\n%s", got)
+	}
+	view := strings.Repeat("line of a long file\n", 3000) + "KEY=AKIAABCDEFGHIJKLMNOP\n"
+	got := ask(files.View{Path: ".env"}, strings.NewReader(view))
+	if !strings.HasPrefix(got, "allow\n") || !strings.Contains(got, "KEY=[REDACTED aws]") || strings.Count(got, "line of a long file") != 3000 {
+		t.Errorf("a view of .env: %.300s … %d bytes", got, len(got))
 	}
 }

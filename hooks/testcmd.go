@@ -2,9 +2,11 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/trim"
@@ -30,12 +32,20 @@ func Test(ctx context.Context, path string, command string, output io.Reader, w 
 
 // TestDir is Test for any Dir, such as Builtin.
 func TestDir(ctx context.Context, dir Dir, command string, output io.Reader, w io.Writer) error {
+	return TestAction(ctx, dir, event.CmdRun{Command: command}, output, w)
+}
+
+// TestAction is Test for any action (`harnessd hooks test PATH --action
+// JSON`): a file edit or a python cell is judged by the hooks of its
+// kind. For a file action, output is the text a file_view would show,
+// which the observation hooks may redact and cut as they would a view,
+// but do not trim.
+func TestAction(ctx context.Context, dir Dir, action event.Payload, output io.Reader, w io.Writer) error {
 	e, err := Load(Options{Dirs: []Dir{dir}})
 	if err != nil {
 		return err
 	}
 	s := Session{ID: "test", Workspace: "/workspace", Profile: "test"}
-	action := event.Payload(event.CmdRun{Command: command})
 	d, err := e.Action(ctx, s, action)
 	if err != nil {
 		return err
@@ -51,6 +61,8 @@ func TestDir(ctx context.Context, dir Dir, command string, output io.Reader, w i
 	if d.Action != nil {
 		if cr, ok := d.Action.(event.CmdRun); ok {
 			fmt.Fprintf(&b, "command: %s\n", cr.Command)
+		} else if j, err := json.Marshal(event.Event{Payload: d.Action}); err == nil {
+			fmt.Fprintf(&b, "action: %s\n", j)
 		} else {
 			fmt.Fprintf(&b, "action: %+v\n", d.Action)
 		}
@@ -67,6 +79,28 @@ func TestDir(ctx context.Context, dir Dir, command string, output io.Reader, w i
 		set, err := e.Observation(ctx, s, action, event.CmdOutput{Output: string(data)})
 		if err != nil {
 			fmt.Fprintf(&b, "observation hooks failed: %v\n", err)
+		}
+		if strings.HasPrefix(string(action.Kind()), "file_") {
+			// As the pipeline treats a file action's text (afterFile):
+			// redacted and cut, never trimmed.
+			text := string(data)
+			if set.MaxChars > 0 {
+				fmt.Fprintf(&b, "max_chars: %d\n", set.MaxChars)
+				if utf8.RuneCountInString(text) > set.MaxChars {
+					text = cutChars(text, set.MaxChars)
+				}
+			}
+			for _, r := range set.Redactions {
+				fmt.Fprintf(&b, "redact: %s %s (%s)\n", r.Label, r.Pattern, r.Hook)
+			}
+			text = Redact(text, set.Redactions)
+			fmt.Fprintln(&b, "--- the file's text as a model would see it ---")
+			b.WriteString(text)
+			if !strings.HasSuffix(text, "\n") {
+				b.WriteString("\n")
+			}
+			_, err = io.WriteString(w, b.String())
+			return err
 		}
 		cfg := trim.DefaultConfig()
 		if set.Trim != nil {

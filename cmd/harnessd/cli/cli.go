@@ -36,10 +36,11 @@ const Usage = `usage: harnessd <command> [flags]
 daemon:
   serve [--config FILE] [--socket PATH] [--data DIR]   run the daemon
   demo [--config FILE]          start a daemon on a temporary socket, run a scripted task through its API, print every event
-  hooks test PATH --command CMD [--output FILE]
+  hooks test PATH --command CMD | --action JSON [--output FILE]
                                 what the Lua policies at PATH (a file or a directory; "builtin" for the
-                                shipped ones) decide about CMD: veto, ask, rewrite or allow, with the hook
-                                and reason; with --output, what they make of that output
+                                shipped ones) decide about CMD (or any action, as the API takes it: a
+                                file edit, say): veto, ask, rewrite or allow, with the hook and reason;
+                                with --output, what they make of that output (a file action: that text)
   store compact [--config FILE] [--data DIR]
                                 rewrite the store file without the space deleted sessions left (bbolt never
                                 shrinks its file); run it while the daemon is stopped
@@ -268,13 +269,14 @@ func (c *cmd) serve(args []string) int {
 // hooks runs `hooks test`: policies tried without a running agent.
 func (c *cmd) hooks(args []string) int {
 	if len(args) == 0 || args[0] != "test" {
-		return c.usage("hooks: want `hooks test PATH --command CMD [--output FILE]`")
+		return c.usage("hooks: want `hooks test PATH --command CMD | --action JSON [--output FILE]`")
 	}
 	c.name = "hooks test"
 	fs := flag.NewFlagSet("harnessd hooks test", flag.ContinueOnError)
 	fs.SetOutput(c.env.Stderr)
 	command := fs.String("command", "", "the command an agent would run")
-	output := fs.String("output", "", "a file holding an output to show the observation hooks")
+	actionJSON := fs.String("action", "", `any action as the API takes it, e.g. {"kind":"file_str_replace","path":"a.py","old":"x","new":"y"}`)
+	output := fs.String("output", "", "a file holding an output (or, for a file action, a file's text) to show the observation hooks")
 	pos, err := parse(fs, args[1:])
 	if err != nil {
 		return 2
@@ -291,13 +293,30 @@ func (c *cmd) hooks(args []string) int {
 		defer f.Close()
 		out = f
 	}
-	path := pos[0]
-	if path == "builtin" {
-		err = hooks.TestDir(c.ctx, hooks.Builtin, *command, out, c.env.Stdout)
-	} else {
-		err = hooks.Test(c.ctx, path, *command, out, c.env.Stdout)
+	action := event.Payload(event.CmdRun{Command: *command})
+	if *actionJSON != "" {
+		if *command != "" {
+			return c.usage("give --command or --action, not both")
+		}
+		ev, err := event.Decode([]byte(*actionJSON))
+		if err != nil {
+			return c.usage("--action: %v", err)
+		}
+		if !ev.IsAction() {
+			return c.usage("--action: %s is an observation, not an action", ev.Kind())
+		}
+		if v, ok := ev.Payload.(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				return c.usage("--action: %s: %v (the pipeline would refuse it before any hook)", ev.Kind(), err)
+			}
+		}
+		action = ev.Payload
 	}
-	if err != nil {
+	dir := hooks.Dir{Path: pos[0]}
+	if pos[0] == "builtin" {
+		dir = hooks.Builtin
+	}
+	if err := hooks.TestAction(c.ctx, dir, action, out, c.env.Stdout); err != nil {
 		return c.fail(err)
 	}
 	return 0

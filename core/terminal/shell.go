@@ -62,6 +62,8 @@ type shell struct {
 	nofile               uint64 // bash's soft open-files limit at start
 	tty                  unix.Stat_t
 
+	proc procFiles // bash's /proc files, kept open for look
+
 	pool sync.Pool
 	wg   sync.WaitGroup
 }
@@ -343,42 +345,65 @@ func (sh *shell) look() procView {
 		return v
 	}
 	v.fg = true
-	base := "/proc/" + strconv.Itoa(sh.pid) + "/"
-	if b, err := os.ReadFile(base + "io"); err == nil {
-		if i := bytes.Index(b, []byte("syscr: ")); i >= 0 {
-			rest := b[i+7:]
-			if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-				v.syscr, _ = strconv.ParseUint(string(rest[:j]), 10, 64)
-				v.ok = true
+	sh.proc.read(sh.pid, func(which int, b []byte) {
+		switch which {
+		case procIO:
+			if i := bytes.Index(b, []byte("syscr: ")); i >= 0 {
+				rest := b[i+7:]
+				if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+					v.syscr, _ = strconv.ParseUint(string(rest[:j]), 10, 64)
+					v.ok = true
+				}
+			}
+		case procStat:
+			if i := bytes.LastIndexByte(b, ')'); i > 0 {
+				f := fields(b[i+1:], 25)
+				if len(f) > 0 && len(f[0]) == 1 {
+					v.state = f[0][0]
+				}
+				if len(f) > 23 {
+					v.startcode, _ = strconv.ParseUint(string(f[23]), 10, 64)
+				}
+			}
+		case procSyscall:
+			if b == nil {
+				v.ok = false
+				return
+			}
+			f := fields(b, 4)
+			switch {
+			case len(f) > 0 && string(f[0]) == "running":
+				v.nr = -1
+			case len(f) >= 4:
+				v.nr, _ = strconv.ParseInt(string(f[0]), 10, 64)
+				for i := range 3 {
+					v.args[i], _ = strconv.ParseUint(string(bytes.TrimPrefix(f[i+1], []byte("0x"))), 16, 64)
+				}
 			}
 		}
-	}
-	if b, err := os.ReadFile(base + "stat"); err == nil {
-		if i := bytes.LastIndexByte(b, ')'); i > 0 {
-			f := bytes.Fields(b[i+1:])
-			if len(f) > 0 && len(f[0]) == 1 {
-				v.state = f[0][0]
-			}
-			if len(f) > 23 {
-				v.startcode, _ = strconv.ParseUint(string(f[23]), 10, 64)
-			}
-		}
-	}
-	if b, err := os.ReadFile(base + "syscall"); err == nil {
-		f := bytes.Fields(b)
-		switch {
-		case len(f) > 0 && string(f[0]) == "running":
-			v.nr = -1
-		case len(f) >= 4:
-			v.nr, _ = strconv.ParseInt(string(f[0]), 10, 64)
-			for i := range 3 {
-				v.args[i], _ = strconv.ParseUint(string(bytes.TrimPrefix(f[i+1], []byte("0x"))), 16, 64)
-			}
-		}
-	} else {
-		v.ok = false
-	}
+	})
 	return v
+}
+
+// fields returns the first n space-separated fields of b: look needs 25
+// of a stat line's 52, and splitting them all was a visible cost.
+func fields(b []byte, n int) [][]byte {
+	out := make([][]byte, 0, n)
+	for len(out) < n {
+		for len(b) > 0 && (b[0] == ' ' || b[0] == '\n') {
+			b = b[1:]
+		}
+		if len(b) == 0 {
+			break
+		}
+		i := 0
+		for i < len(b) && b[i] != ' ' && b[i] != '\n' {
+			i++
+		}
+		out = append(out, b[:i])
+		b = b[i:]
+	}
+	return out
 }
 
 // learn records what bash looks like at its prompt; v must be taken while
@@ -647,6 +672,7 @@ func (sh *shell) close(grace time.Duration) {
 		sh.release(c.b)
 	}
 	sh.wg.Wait()
+	sh.proc.close()
 }
 
 // killSession SIGKILLs every process whose session id is sid. Background

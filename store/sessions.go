@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/session/record"
 	bolt "go.etcd.io/bbolt"
 )
@@ -35,8 +36,18 @@ func decodeSession(id string, b []byte) (Session, error) {
 // Created defaults to now. It fails with ErrSessionExists if the id is in
 // use or still being swept after a delete.
 func (s *Store) CreateSession(ctx context.Context, sess Session) (Session, error) {
+	sess, _, err := s.CreateSessionWith(ctx, sess)
+	return sess, err
+}
+
+// CreateSessionWith records a new session and its first events in one
+// commit, as CreateSession and then Append would in two: a session whose
+// start is already known (a warm sandbox's sandbox_started) costs one
+// fsync, and is never seen without its first events. A bad event fails
+// the whole create, recording nothing.
+func (s *Store) CreateSessionWith(ctx context.Context, sess Session, evs ...event.Event) (Session, []event.Event, error) {
 	if err := checkSessionID(sess.ID); err != nil {
-		return Session{}, err
+		return Session{}, nil, err
 	}
 	if sess.Created.IsZero() {
 		sess.Created = time.Now()
@@ -47,6 +58,10 @@ func (s *Store) CreateSession(ctx context.Context, sess Session) (Session, error
 	}
 	sess.Labels = maps.Clone(sess.Labels)
 	sess.LastSeq = 0
+	var first *appendOp
+	if len(evs) > 0 {
+		first = &appendOp{session: sess.ID, evs: evs, out: make([]event.Event, len(evs))}
+	}
 	o := &sessionOp{id: sess.ID, done: make(chan error, 1), fn: func(w *wtx) error {
 		if w.session(sess.ID) != nil || w.sessions.Get([]byte(sess.ID)) != nil {
 			return reject(fmt.Errorf("create session %s: %w", sess.ID, ErrSessionExists))
@@ -58,16 +73,25 @@ func (s *Store) CreateSession(ctx context.Context, sess Session) (Session, error
 		if err != nil {
 			return reject(fmt.Errorf("create session %s: %w: %v", sess.ID, ErrInvalidSession, err))
 		}
-		if err := w.sessions.Put([]byte(sess.ID), rec); err != nil {
-			return err
-		}
 		w.shadow[sess.ID] = &sessState{}
-		return nil
+		if first != nil {
+			// The events are encoded before anything is written; a bad
+			// one is rejected with nothing of this op in the file.
+			if err := first.apply(w); err != nil {
+				delete(w.shadow, sess.ID)
+				return err
+			}
+		}
+		return w.sessions.Put([]byte(sess.ID), rec)
 	}}
 	if err := s.run(ctx, o); err != nil {
-		return Session{}, err
+		return Session{}, nil, err
 	}
-	return sess, nil
+	if first != nil {
+		sess.LastSeq = first.out[len(first.out)-1].Seq
+		return sess, first.out, nil
+	}
+	return sess, nil, nil
 }
 
 // Session returns a session's metadata.

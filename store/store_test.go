@@ -623,3 +623,61 @@ func TestBatchDurability(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCreateSessionWith records a session and its first events in one
+// commit; a bad event or a taken id records nothing, and concurrent
+// appends to other sessions share the commit without mixing.
+func TestCreateSessionWith(t *testing.T) {
+	s := openTest(t, nil)
+	ctx := context.Background()
+	started := event.Event{Source: event.SourceRuntime, Payload: event.SandboxStarted{Driver: "native", SandboxID: "w1", Workdir: "/workspace"}}
+	sess, out, err := s.CreateSessionWith(ctx, Session{ID: "a"}, started, cmd(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.LastSeq != 2 || len(out) != 2 || out[0].Seq != 1 || out[1].Seq != 2 || out[0].Session != "a" {
+		t.Fatalf("created %+v with %+v", sess, out)
+	}
+	if evs := readAll(t, s, "a", 0); len(evs) != 2 || evs[0].Kind() != event.KindSandboxStarted {
+		t.Fatalf("read back %+v", evs)
+	}
+	if got, err := s.Append(ctx, "a", cmd(2)); err != nil || got[0].Seq != 3 {
+		t.Fatalf("append after: %+v %v", got, err)
+	}
+	// A taken id: nothing of the new events lands in the old session.
+	if _, _, err := s.CreateSessionWith(ctx, Session{ID: "a"}, started); !errors.Is(err, ErrSessionExists) {
+		t.Fatalf("taken id: %v", err)
+	}
+	// A bad event: no session, no record.
+	if _, _, err := s.CreateSessionWith(ctx, Session{ID: "b"}, started, event.Event{Payload: event.CmdRun{Command: "x"}}); !errors.Is(err, ErrInvalidEvent) {
+		t.Fatalf("an event without a source: %v", err)
+	}
+	if _, err := s.Session(ctx, "b"); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("session b after a rejected create: %v", err)
+	}
+	if n, err := s.LastSeq(ctx, "a"); err != nil || n != 3 {
+		t.Fatalf("a's last seq %d %v", n, err)
+	}
+	// Many at once, beside appends: each session its own seqs from 1.
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprint("c", i)
+			if _, out, err := s.CreateSessionWith(ctx, Session{ID: id}, started); err != nil || out[0].Seq != 1 {
+				t.Errorf("%s: %+v %v", id, out, err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := s.Append(ctx, "a", cmd(i)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n, _ := s.LastSeq(ctx, "a"); n != 23 {
+		t.Errorf("a's last seq %d, want 23", n)
+	}
+}

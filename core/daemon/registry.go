@@ -166,7 +166,13 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	if req.Requester != nil {
 		rec.Owner = req.Requester.UID
 	}
-	rec, err = d.st.CreateSession(ctx, rec)
+	// A warm sandbox's start is known already: its sandbox_started goes
+	// in with the session's record, one commit for the create.
+	var first []event.Event
+	if warm != nil {
+		first = []event.Event{{Session: id, Source: event.SourceRuntime, Time: time.Now().UTC(), Payload: session.SandboxStarted(d.driver.Name(), warm.sb)}}
+	}
+	rec, recorded, err := d.createRecord(ctx, rec, first)
 	if err != nil {
 		if warm != nil {
 			warm.close()
@@ -179,7 +185,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("daemon: create session %s: %w", id, err)
 	}
-	ls, err := d.start(ctx, id, ws, warm, own, sc, req.Profile)
+	ls, err := d.start(ctx, id, ws, warm, own, sc, req.Profile, recorded)
 	if err != nil {
 		// The record stays: it says the session never started.
 		d.bus.Append(context.WithoutCancel(ctx), id, event.Event{Session: id, Source: event.SourceRuntime, Time: time.Now().UTC(),
@@ -207,9 +213,10 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 // else in a new sandbox (or on the host with driver none) with its
 // workspace at ws, owned by own (nil: the driver's default), with the
 // sandbox settings sc (nil: [sandbox]'s) of the named profile.
-func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own *sandbox.User, sc *config.Sandbox, profile string) (*liveSession, error) {
+// recorded says its sandbox_started is in the log already (createRecord).
+func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own *sandbox.User, sc *config.Sandbox, profile string, recorded bool) (*liveSession, error) {
 	cfg := session.ConfigFrom(d.conf(), ws)
-	cfg.Profile = profile
+	cfg.Profile, cfg.StartRecorded = profile, recorded
 	cfg.Events, cfg.Outputs, cfg.Logger, cfg.Live = d.bus, d.outputs, d.log, d.hub
 	cfg.Driver = d.driver.Name()
 	if d.conf().Sandbox.Driver == config.DriverNone {
@@ -238,6 +245,23 @@ func (d *Daemon) start(ctx context.Context, id, ws string, warm *placement, own 
 		ls.proxy.attach(sess, d.log)
 	}
 	return ls, nil
+}
+
+// createsWith is a store that records a session and its first events in
+// one commit (store.Store is).
+type createsWith interface {
+	CreateSessionWith(ctx context.Context, s record.Session, evs ...event.Event) (record.Session, []event.Event, error)
+}
+
+// createRecord records a new session, with first if the store can take
+// them in the same commit; recorded says whether it did.
+func (d *Daemon) createRecord(ctx context.Context, rec record.Session, first []event.Event) (record.Session, bool, error) {
+	if cw, ok := d.st.(createsWith); ok && len(first) > 0 {
+		rec, _, err := cw.CreateSessionWith(ctx, rec, first...)
+		return rec, err == nil, err
+	}
+	rec, err := d.st.CreateSession(ctx, rec)
+	return rec, false, err
 }
 
 func (d *Daemon) info(s record.Session, ls *liveSession) Info {

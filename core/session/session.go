@@ -52,6 +52,10 @@ type Config struct {
 	// Profile names the [profiles.NAME] the sandbox was made with, for
 	// hooks ("" for [sandbox]'s settings).
 	Profile string
+	// StartRecorded says the session's sandbox_started (SandboxStarted of
+	// Driver and Sandbox) is already in its log: the daemon recorded it
+	// with the session's record, in one commit. New then records nothing.
+	StartRecorded bool
 
 	// Shell, if set, is an already started terminal (from a warm pool),
 	// started with Sandbox's options; Terminal is then not used.
@@ -99,15 +103,24 @@ func New(ctx context.Context, id string, cfg Config) (*Session, error) {
 		}
 	}
 	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, live: cfg.Live, trim: cfg.Trim, maxOut: cfg.MaxOutput, maxTotal: cfg.MaxSessionOutput, log: cfg.Logger, dir: cfg.Terminal.Dir, profile: cfg.Profile}
+	if cfg.StartRecorded && cfg.Sandbox != nil {
+		return s, nil
+	}
 	started := event.SandboxStarted{Driver: "none", SandboxID: fmt.Sprint(term.PID()), Workdir: cfg.Terminal.Dir}
 	if cfg.Sandbox != nil {
-		started = event.SandboxStarted{Driver: cfg.Driver, SandboxID: cfg.Sandbox.ID(), Workdir: cfg.Sandbox.Workdir()}
+		started = SandboxStarted(cfg.Driver, cfg.Sandbox)
 	}
 	if _, err := s.Record(ctx, event.SourceRuntime, 0, started); err != nil {
 		s.shutdown(ctx)
 		return nil, err
 	}
 	return s, nil
+}
+
+// SandboxStarted is the first event of a session whose shell runs in sb,
+// made by driver.
+func SandboxStarted(driver string, sb sandbox.Sandbox) event.SandboxStarted {
+	return event.SandboxStarted{Driver: driver, SandboxID: sb.ID(), Workdir: sb.Workdir()}
 }
 
 // SandboxTerminal returns opts with the sandbox's hooks in place, so that

@@ -53,11 +53,18 @@
 // longer legitimate payload, such as an inline image, leaks into the text
 // past that point.
 //
-// There is no screen model. Cursor movement other than to column 1 is
-// dropped, so full-screen programs and multi-line progress displays that
-// move the cursor up (docker pull, some npm and apt output) leave each
-// redraw as separate lines, and text a program positions with the cursor
-// appears in the order it was written.
+// There is no screen model, only a window of rows for redraws: a program
+// that moves the cursor up (CSI A or F, ESC M) over lines it wrote, as
+// multi-line progress displays do (tqdm with several bars, docker pull,
+// pip), draws over those rows; they are held back and written once they
+// changed, when they are further above the bottom than the program moves
+// up, or at Flush (see window.go). So such a display leaves its first
+// frame and its last, and the output after it lags by as many rows as the
+// program moved up. Only the last 4 KiB written can be moved back into.
+// Other cursor movement (columns, absolute positions) is dropped: text a
+// full-screen program positions with the cursor appears in the order it
+// was written (the terminal renders those programs from a screen of its
+// own instead).
 //
 // Output for a line reaches dst only when the line ends (or at Flush), so
 // a prompt without a trailing newline appears only after Flush.

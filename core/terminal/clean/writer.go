@@ -117,6 +117,11 @@ type Writer struct {
 	savedCR bool
 	saveOn  bool // a save is in effect
 	away    bool // since the save, the cursor moved to an absolute position
+
+	// Rows a program moves the cursor up into to draw them again (see
+	// window.go): the end of what was written, and the rows held back.
+	tail []byte
+	win  *window
 }
 
 // NewWriter returns a Writer that writes cleaned text to dst. A nil dst
@@ -131,7 +136,7 @@ func NewWriter(dst io.Writer) *Writer {
 // makes w write to dst. It keeps the buffers, so one Writer can serve one
 // command after another without allocating.
 func (w *Writer) Reset(dst io.Writer) {
-	*w = Writer{dst: dst, out: w.out[:0], line: w.line[:0]}
+	*w = Writer{dst: dst, out: w.out[:0], line: w.line[:0], tail: w.tail[:0]}
 }
 
 // Write cleans p and writes the result to dst. Output for the current line
@@ -178,6 +183,7 @@ func (w *Writer) Flush() error {
 		w.text(replacement)
 	}
 	w.st = stGround
+	w.closeWindow()
 	w.put(w.line)
 	w.line = w.line[:0]
 	w.crPending, w.flushed, w.cut = false, false, false
@@ -201,7 +207,7 @@ func (w *Writer) ground(p []byte, i int) int {
 	}
 	// Fast path: with nothing held back, whole lines of plain text leave
 	// as they came. (flushed false implies cut false.)
-	fast := len(w.line) == 0 && !w.crPending && !w.flushed
+	fast := len(w.line) == 0 && !w.crPending && !w.flushed && w.win == nil
 	j, end := scanText(p, i, fast)
 	if end > i {
 		w.emit(p[i:end])
@@ -334,6 +340,9 @@ func (w *Writer) text(s []byte) {
 		w.put([]byte{'\n'})
 		w.cut, w.flushed = false, false
 	}
+	if w.win != nil && len(w.line)+len(s) > maxLine {
+		w.closeWindow() // a row that long cannot be held back
+	}
 	for len(w.line)+len(s) > maxLine {
 		// Write the line through, keeping whole runes together so the
 		// output stays valid UTF-8 whatever happens to the rest.
@@ -360,6 +369,10 @@ func (w *Writer) discard() {
 
 // newline ends the pending line.
 func (w *Writer) newline() {
+	if w.win != nil {
+		w.windowNewline()
+		return
+	}
 	w.line = append(w.line, '\n')
 	w.put(w.line)
 	w.line = w.line[:0]
@@ -393,6 +406,8 @@ func (w *Writer) esc(p []byte, i int) int {
 			w.saveCursor()
 		case '8':
 			w.restoreCursor()
+		case 'M':
+			w.moveUp(1) // reverse index
 		}
 	case b == 0x1b:
 		// ESC ESC: the first is abandoned, the second starts over.
@@ -492,6 +507,19 @@ func (w *Writer) csiFinal(b byte) {
 		if w.arg <= 1 {
 			w.crPending = true
 		}
+	case 'A', 'F':
+		// Up, keeping the column or to column 1: either way what follows
+		// is drawn over the row (see window.go).
+		w.moveUp(max(w.arg, 1))
+	case 'B', 'E':
+		w.moveDown(max(w.arg, 1))
+	case 'J':
+		if w.arg == 0 {
+			w.eraseBelow()
+			if w.crPending {
+				w.discard()
+			}
+		}
 	case 's':
 		if w.seq == 0 {
 			w.saveCursor()
@@ -556,6 +584,7 @@ func (w *Writer) emit(b []byte) {
 		return
 	}
 	if w.flushOut() == nil {
+		w.remember(b)
 		w.write(b)
 	}
 }
@@ -568,9 +597,10 @@ func (w *Writer) put(b []byte) {
 	}
 }
 
-// flushOut writes the queued output to dst.
+// flushOut writes the queued output to dst, keeping its end as the tail.
 func (w *Writer) flushOut() error {
 	if len(w.out) > 0 {
+		w.remember(w.out)
 		w.write(w.out)
 		w.out = w.out[:0]
 	}

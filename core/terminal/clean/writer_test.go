@@ -135,6 +135,21 @@ var cases = []struct {
 	{"c1 rune dropped", "a\u009b31mb\u0085\n", "a31mb\n"},
 	{"nbsp kept", "a\u00a0b\n", "a\u00a0b\n"},
 	{"bom kept", "\ufeffx\n", "\ufeffx\n"},
+
+	// Multi-line redraws (window.go): the first frame, then the last.
+	{"two bars redrawn", "outer  0%\ninner  0%\n\x1b[2A\router 50%\n\rinner 50%\n\x1b[2A\router100%\n\rinner100%\ndone\n",
+		"outer  0%\ninner  0%\nouter100%\ninner100%\ndone\n"},
+	{"docker pull", "a: Waiting\nb: Waiting\n\x1b[2A\x1b[2Ka: Downloading\n\x1b[2Kb: Waiting\n\x1b[2A\x1b[2Ka: Done\n\x1b[2Kb: Done\n",
+		"a: Waiting\nb: Waiting\na: Done\nb: Done\n"},
+	{"redraw unchanged", "x\ny\n\x1b[2Ax\ny\nz\n", "x\ny\nz\n"},
+	{"one row of two changes", "x\ny\n\x1b[1A\rY\nz\n", "x\ny\nY\nz\n"},
+	{"up past the top", "only\n\x1b[5Anew\n", "only\nnew\n"},
+	{"up then down", "a\nb\nc\n\x1b[3AA\x1b[2Bc\n", "a\nb\nc\nA\n"},
+	{"next line and previous line", "a\nb\n\x1b[2FA\x1b[1EB\n", "a\nb\nA\nB\n"},
+	{"erase below", "a\nb\nc\n\x1b[3A\x1b[Jnew\n", "a\nb\nc\nnew\n"},
+	{"reverse index", "a\nb\n\x1bM\x1bMz\n", "a\nb\nz\n"},
+	{"up from a pending line", "a\nbc\x1b[1AX\n", "a\nX\nbc"},
+	{"held rows leave at the program's height", "p1\n\x1b[1Ap2\nl1\nl2\nl3\n", "p1\np2\nl1\nl2\nl3\n"},
 }
 
 func TestString(t *testing.T) {

@@ -176,8 +176,11 @@ func TestSoftTimeoutThenRest(t *testing.T) {
 	if !strings.Contains(out.Note, "not run") && !strings.Contains(out.Note, "was not run") {
 		t.Errorf("code during a cell: %+v %q", out, text)
 	}
-	if out.ExitCode == -1 {
-		out, text = run(t, i, Run{})
+	// Empty code waits for the rest (more than once on a loaded machine).
+	for k := 0; out.ExitCode == -1 && k < 20; k++ {
+		var more string
+		out, more = run(t, i, Run{})
+		text += more
 	}
 	if out.ExitCode != 0 || !strings.Contains(text, "second") || strings.Contains(text, "not run") {
 		t.Fatalf("the rest: %+v %q", out, text)

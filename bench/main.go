@@ -60,6 +60,9 @@
 //   - files: file_str_replace of one line of a 10,000-line file through
 //     the API (performed in the native sandbox by its init) beside the
 //     same edit as `sed -i` through cmd_run, alternating.
+//   - python: python_run of `1+1` in the session's persistent Python
+//     (started by the sandbox's init) beside `python3 -c 'print(1+1)'`
+//     through cmd_run, alternating; the first cell (Python's start) apart.
 //
 // Each target prints PASS or MISS beside it. A MISS never fails the run;
 // the exit status is non-zero only when something could not be measured
@@ -144,6 +147,7 @@ var sections = []section{
 	{"sandbox", "session create-to-first-prompt in a native sandbox, cold and from the warm pool", (*bench).sandbox},
 	{"mcp", "`true` through `harnessd mcp` on stdio, beside the API", (*bench).mcp},
 	{"files", "file_str_replace on a 10,000-line file beside sed -i through cmd_run", (*bench).files},
+	{"python", "python_run of 1+1 in the session's Python beside python3 -c through cmd_run", (*bench).python},
 	{"agents", "the agent plugin boundary: a Step round trip, a plugin's start, a scripted run", (*bench).agents},
 	{"lines", "100,000 lines end to end (PTY -> clean -> trim -> spill)", (*bench).lines},
 	{"stream", "a long stream through session.Command", (*bench).stream},

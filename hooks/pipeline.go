@@ -65,6 +65,15 @@ func (p *Pipeline) AfterObservation(ctx context.Context, s *session.Session, act
 	if fr, ok := o.Observation.(files.Result); ok {
 		return p.afterFile(ctx, s, action, o, fr)
 	}
+	if oo, ok := o.Observation.(pipeline.OutputObservation); ok {
+		// A python_result: its output as a command's, then back.
+		inner := pipeline.Outcome{Observation: oo.AsCmdOutput(), Trim: o.Trim}
+		err := p.AfterObservation(ctx, s, action, &inner)
+		if out, ok := inner.Observation.(event.CmdOutput); ok {
+			o.Observation = oo.WithCmdOutput(out)
+		}
+		return err
+	}
 	out, ok := o.Observation.(event.CmdOutput)
 	if !ok {
 		return nil

@@ -40,6 +40,8 @@ func FuzzToolCall(f *testing.F) {
 		{"run", `{"Command": "ls", "timeout_s": "30s"}`}, {"terminal", `{"command": "['x']"}`},
 		{"bash", "\xff\xfe"}, {"bash", `{"command": "\ud800"}`},
 		{"str_replace_editor", `{"command": "view", "path": "/w/a.py", "view_range": [1, -1]}`},
+		{"execute_ipython_cell", `{"code": "x = 1\nx + 1"}`},
+		{"execute_ipython_cell", `{"code": ["print(1)"]}`},
 		{"str_replace_editor", `{"command": "create", "path": "a", "file_text": "x\n"}`},
 		{"str_replace_editor", `{"command": "str_replace", "path": "a", "old_str": "x", "new_str": null}`},
 		{"str_replace_editor", `{"command": "insert", "path": "a", "insert_line": 3, "new_str": "y"}`},
@@ -52,7 +54,7 @@ func FuzzToolCall(f *testing.F) {
 		checkAction(t, ToolCall(name, args), false)
 		// The same arguments under each real tool name, so the fuzzer does
 		// not have to discover the names to reach the decoders.
-		for _, n := range append(append(append([]string{}, bashTools...), editorTools...), otherTools...) {
+		for _, n := range append(append(append(append([]string{}, bashTools...), editorTools...), pythonTools...), otherTools...) {
 			a := ToolCall(n, args)
 			checkAction(t, a, false)
 			// (A backslash may spell the key with escapes: "\u0063ommand".)

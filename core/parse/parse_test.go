@@ -7,6 +7,7 @@ import (
 
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/files"
+	"github.com/harnessd/harnessd/core/python"
 )
 
 // checkAction fails t if a breaks the package's promises: one of the four
@@ -36,6 +37,13 @@ func checkAction(t testing.TB, a event.Payload, fromText bool) {
 		}
 		if err := v.(interface{ Validate() error }).Validate(); err != nil {
 			t.Fatalf("file action that does not validate: %#v: %v", v, err)
+		}
+	case python.Run:
+		if fromText {
+			t.Fatalf("Text gave a python_run: %#v", v)
+		}
+		if err := v.Validate(); err != nil || v.IsInput || v.Reset || v.TimeoutS != 0 {
+			t.Fatalf("python_run that does not validate or sets what the tool has not: %#v: %v", v, err)
 		}
 	case event.InvalidAction:
 		if v.Reason == "" || v.Guidance == "" {
@@ -272,7 +280,7 @@ func TestToolCall(t *testing.T) {
 		{"message missing", "message", `{}`, bad(`missing "text"`, messageExample)},
 		{"think", "think", `{"thought": "try ls first"}`, msg("try ls first")},
 
-		{"unknown tool", "execute_ipython_cell", `{}`, bad(`unknown tool "execute_ipython_cell"`, "bash, execute_bash, terminal, run, str_replace_editor, finish, message, think")},
+		{"unknown tool", "execute_jupyter_cell", `{}`, bad(`unknown tool "execute_jupyter_cell"`, "bash, execute_bash, terminal, run, str_replace_editor, execute_ipython_cell, finish, message, think")},
 		{"no name", "", `{"command": "ls"}`, bad("tool call has no name", bashExample)},
 	}
 	for _, tt := range tests {

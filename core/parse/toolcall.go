@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/python"
 )
 
 // Tool names ToolCall accepts. The shell tool has several names because
@@ -18,6 +19,9 @@ import (
 var (
 	bashTools  = []string{"bash", "execute_bash", "terminal", "run"}
 	otherTools = []string{"finish", "message", "think"}
+	// pythonTools run a cell in the session's persistent Python:
+	// OpenHands CodeAct's IPython tool.
+	pythonTools = []string{"execute_ipython_cell"}
 )
 
 // Examples shown in guidance: the correct form of each tool's arguments.
@@ -26,6 +30,7 @@ const (
 	finishExample  = `{"message": "what was done and the result"}`
 	messageExample = `{"text": "what you want to say"}`
 	thinkExample   = `{"thought": "your reasoning"}`
+	pythonExample  = `{"code": "import math\nmath.sqrt(2)"}`
 )
 
 // ToolCall parses an OpenAI-style tool call: the function name and its JSON
@@ -52,6 +57,14 @@ func ToolCall(name string, arguments []byte) (a event.Payload) {
 		return bashCall(n, arguments)
 	case contains(editorTools, n):
 		return editorCall(n, arguments)
+	case contains(pythonTools, n):
+		a := simpleCall(n, arguments, "code", true, pythonExample, func(s string) event.Payload { return python.Run{Code: s} })
+		if r, ok := a.(python.Run); ok {
+			if err := r.Validate(); err != nil {
+				return event.InvalidAction{Reason: "code: " + err.Error(), Guidance: "Send one cell of Python source as a string, for example:\n" + pythonExample}
+			}
+		}
+		return a
 	case n == "finish":
 		return simpleCall(n, arguments, "message", false, finishExample, func(s string) event.Payload { return event.Finish{Message: s} })
 	case n == "message":
@@ -61,7 +74,7 @@ func ToolCall(name string, arguments []byte) (a event.Payload) {
 	}
 	return event.InvalidAction{
 		Reason: fmt.Sprintf("unknown tool %q", shorten(strings.TrimSpace(name), 60)),
-		Guidance: "There is no tool by that name. The tools are: " + strings.Join(append(append(append([]string{}, bashTools...), editorTools...), otherTools...), ", ") +
+		Guidance: "There is no tool by that name. The tools are: " + strings.Join(append(append(append(append([]string{}, bashTools...), editorTools...), pythonTools...), otherTools...), ", ") +
 			". To run a shell command, call bash with " + bashExample + "; to end the task, call finish with " + finishExample + ".",
 	}
 }

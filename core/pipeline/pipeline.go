@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/python"
 	"github.com/harnessd/harnessd/core/session"
 	"github.com/harnessd/harnessd/core/trim"
 )
@@ -91,7 +92,8 @@ var recordRetries = []time.Duration{100 * time.Millisecond, 400 * time.Milliseco
 
 // New returns a pipeline with the built-in executors: cmd_run runs in the
 // session's shell; message and finish are their own record; the file
-// actions (package files) run in the session's sandbox.
+// actions (package files) run in the session's sandbox; python_run in
+// the session's Python, in its sandbox.
 func New(opts Options) *Pipeline {
 	if opts.Hooks == nil {
 		opts.Hooks = NoHooks{}
@@ -101,6 +103,7 @@ func New(opts Options) *Pipeline {
 	p.Handle(event.KindMessage, ExecutorFunc(recordOnly))
 	p.Handle(event.KindFinish, ExecutorFunc(recordOnly))
 	handleFiles(p) // file_view, file_create, …: files.go
+	p.Handle(python.KindRun, ExecutorFunc(runPython))
 	return p
 }
 
@@ -265,6 +268,9 @@ func (p *Pipeline) Flush(ctx context.Context, s *session.Session) error {
 
 // summary says in a few words what an unrecorded observation held.
 func summary(o event.Payload) string {
+	if oo, ok := o.(OutputObservation); ok {
+		o = oo.AsCmdOutput()
+	}
 	if c, ok := o.(event.CmdOutput); ok {
 		if c.ExitCode == -1 {
 			return ", still running"

@@ -55,13 +55,35 @@ func serveFiles(sock *os.File) {
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return // without the drop, serve nothing: the daemon sees EOF
 	}
-	r := bufio.NewReader(sock)
+	// Read with recvmsg: a spawn request (spawn_linux.go) brings
+	// descriptors with its frame.
+	fr := initReader(int(sock.Fd()))
+	r := bufio.NewReader(fr)
 	for {
-		var req files.Request
-		data, err := readFrame(r, &req)
+		var creq ctlRequest
+		data, err := readFrame(r, &creq)
+		fds := fr.take()
 		if err != nil {
+			closeFDs(fds)
 			return
 		}
+		if creq.Spawn != nil {
+			resp, pidfd := spawnOp(creq.Spawn, fds)
+			var out []int
+			if pidfd >= 0 {
+				out = []int{pidfd}
+			}
+			err := sendFrameFDs(int(sock.Fd()), resp, out)
+			if pidfd >= 0 {
+				unix.Close(pidfd)
+			}
+			if err != nil {
+				return
+			}
+			continue
+		}
+		closeFDs(fds) // a file primitive takes none
+		req := creq.Request
 		req.Data = data
 		resp := fileOpSafe(&req)
 		if err := writeFrame(sock, resp, resp.Data); errors.Is(err, errFrameTooBig) {
@@ -507,6 +529,7 @@ type fileConn struct {
 
 	mu     sync.Mutex // one request at a time
 	r      *bufio.Reader
+	fr     *fdReader // under r: the descriptors an answer brought (spawn_linux.go); nil if c is not a unix socket
 	broken error
 }
 
@@ -520,27 +543,42 @@ func (fc *fileConn) close() {
 func (fc *fileConn) do(ctx context.Context, req *files.Request) (*files.Response, error) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
+	var resp files.Response
+	err := fc.exchange(ctx, func() error {
+		err := writeFrame(fc.c, req, req.Data)
+		if err == nil {
+			resp.Data, err = readFrame(fc.r, &resp)
+		}
+		return err
+	})
+	if fc.fr != nil {
+		closeFDs(fc.fr.take()) // an answer to a file primitive brings none
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// exchange runs one request's writes and reads (f) with fc.mu held,
+// bounded by fileTimeout and ctx; a failure breaks the channel for good.
+func (fc *fileConn) exchange(ctx context.Context, f func() error) error {
 	if fc.closed.Load() {
-		return nil, fmt.Errorf("%w: the sandbox's shell was replaced or destroyed", files.ErrUnavailable)
+		return fmt.Errorf("%w: the sandbox's shell was replaced or destroyed", files.ErrUnavailable)
 	}
 	if fc.broken != nil {
-		return nil, fmt.Errorf("%w: %w", files.ErrUnavailable, fc.broken)
+		return fmt.Errorf("%w: %w", files.ErrUnavailable, fc.broken)
 	}
 	deadline := time.Now().Add(fileTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	if err := fc.c.SetDeadline(deadline); err != nil {
-		return nil, fmt.Errorf("%w: %w", files.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", files.ErrUnavailable, err)
 	}
 	stop := context.AfterFunc(ctx, func() { fc.c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	var resp files.Response
-	err := writeFrame(fc.c, req, req.Data)
-	if err == nil {
-		resp.Data, err = readFrame(fc.r, &resp)
-	}
-	if err != nil {
+	if err := f(); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = errors.New("the sandbox's init has exited")
 		}
@@ -549,15 +587,15 @@ func (fc *fileConn) do(ctx context.Context, req *files.Request) (*files.Response
 		}
 		fc.broken = err
 		fc.c.Close()
-		return nil, fmt.Errorf("%w: %w", files.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", files.ErrUnavailable, err)
 	}
-	return &resp, nil
+	return nil
 }
 
 // keepFiles makes c, the socket to an init whose shell has started, this
 // sandbox's file channel, in place of an earlier init's.
 func (s *nativeSandbox) keepFiles(c net.Conn, r *bufio.Reader) {
-	fc := &fileConn{c: c, r: r}
+	fc := newFileConn(c, r)
 	s.mu.Lock()
 	old := s.files
 	s.files = fc

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/files"
 	"github.com/harnessd/harnessd/core/live"
+	"github.com/harnessd/harnessd/core/python"
 	"github.com/harnessd/harnessd/core/sandbox"
 	"github.com/harnessd/harnessd/core/terminal"
 	"github.com/harnessd/harnessd/core/trim"
@@ -80,7 +82,11 @@ type Session struct {
 	log              *slog.Logger
 	dir              string
 	profile          string
-	fileHistory      files.History // the file actions' undo history (files.go)
+	fileHistory      files.History    // the file actions' undo history (files.go)
+	timing           terminal.Options // the shell's timeouts, which the Python cells take too (python.go)
+	pyMu             sync.Mutex
+	py               *python.Interp // started by the first python_run
+	pyClosed         bool
 }
 
 // New starts a session's terminal and records sandbox_started.
@@ -102,7 +108,7 @@ func New(ctx context.Context, id string, cfg Config) (*Session, error) {
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
 	}
-	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, live: cfg.Live, trim: cfg.Trim, maxOut: cfg.MaxOutput, maxTotal: cfg.MaxSessionOutput, log: cfg.Logger, dir: cfg.Terminal.Dir, profile: cfg.Profile}
+	s := &Session{id: id, term: term, sb: cfg.Sandbox, events: cfg.Events, outputs: cfg.Outputs, live: cfg.Live, trim: cfg.Trim, maxOut: cfg.MaxOutput, maxTotal: cfg.MaxSessionOutput, log: cfg.Logger, dir: cfg.Terminal.Dir, profile: cfg.Profile, timing: cfg.Terminal}
 	if cfg.StartRecorded && cfg.Sandbox != nil {
 		return s, nil
 	}
@@ -136,6 +142,7 @@ func SandboxTerminal(opts terminal.Options, sb sandbox.Sandbox) terminal.Options
 
 // shutdown ends the shell, then the sandbox and everything left in it.
 func (s *Session) shutdown(ctx context.Context) error {
+	s.closePython()
 	err := s.term.Close()
 	if s.sb != nil {
 		if derr := s.sb.Destroy(context.WithoutCancel(ctx)); derr != nil && err == nil {
@@ -204,6 +211,39 @@ func (s *Session) Command(ctx context.Context, c event.CmdRun) (event.CmdOutput,
 // action's, so clients watching the session see it as it is printed.
 // Cause 0 publishes nothing.
 func (s *Session) CommandFor(ctx context.Context, cause uint64, c event.CmdRun) (event.CmdOutput, trim.Result, error) {
+	w, finish := s.capture(ctx, cause)
+	res, runErr := s.term.Run(ctx, c, w)
+	tres, trimmed, notes := finish()
+	out := event.CmdOutput{
+		ExitCode:     res.ExitCode,
+		Cwd:          res.Cwd,
+		Output:       tres.Text,
+		DurationMS:   res.Duration.Milliseconds(),
+		TimedOut:     res.TimedOut,
+		PID:          res.PID,
+		Note:         res.Note,
+		ShellRebuilt: res.Rebuilt,
+		Trimmed:      trimmed,
+	}
+	if res.Rebuilt && s.sb != nil {
+		// A rebuilt shell gets a fresh sandbox init over the same
+		// workspace: its private /tmp is new too.
+		out.Note = joinNote(out.Note, "In the sandbox, /tmp was wiped as well (the workspace is kept).")
+	}
+	out.Note = joinNote(out.Note, notes)
+	if runErr != nil {
+		out.Note = joinNote(out.Note, "the harness stopped waiting: "+runErr.Error())
+		return out, tres, fmt.Errorf("session %s: %w", s.id, runErr)
+	}
+	return out, tres, nil
+}
+
+// capture is where one action's output goes while it runs: the
+// trimmer, the full output (within the session's caps) and, for a cause
+// other than 0, the live hub. finish ends it and returns the trimmer's
+// result, what to put in the observation's trimmed field, and notes on
+// what of the full output could not be kept.
+func (s *Session) capture(ctx context.Context, cause uint64) (io.Writer, func() (trim.Result, *event.Trimmed, string)) {
 	spill := &lazySpill{ctx: ctx, session: s.id, store: s.outputs, limit: -1}
 	if s.maxOut > 0 {
 		spill.limit, spill.why = s.maxOut, "store.max_output_mb: "+sizeText(s.maxOut)+" per command"
@@ -215,56 +255,43 @@ func (s *Session) CommandFor(ctx context.Context, cause uint64, c event.CmdRun) 
 	}
 	tr := trim.New(s.trim, spill)
 	var w io.Writer = tr
+	var lw io.WriteCloser
 	if s.live != nil && cause != 0 {
-		lw := s.live.NewWriter(s.id, cause)
-		defer lw.Close()
+		lw = s.live.NewWriter(s.id, cause)
 		w = io.MultiWriter(tr, lw)
 	}
-	res, runErr := s.term.Run(ctx, c, w)
-	id, spillErr := spill.close()
-	s.kept.Add(spill.n)
-	tres := tr.Result(id)
-	out := event.CmdOutput{
-		ExitCode:     res.ExitCode,
-		Cwd:          res.Cwd,
-		Output:       tres.Text,
-		DurationMS:   res.Duration.Milliseconds(),
-		TimedOut:     res.TimedOut,
-		PID:          res.PID,
-		Note:         res.Note,
-		ShellRebuilt: res.Rebuilt,
-	}
-	if res.Rebuilt && s.sb != nil {
-		// A rebuilt shell gets a fresh sandbox init over the same
-		// workspace: its private /tmp is new too.
-		out.Note = joinNote(out.Note, "In the sandbox, /tmp was wiped as well (the workspace is kept).")
-	}
-	if spillErr != nil {
-		// The command ran and the model still gets its view; say what is
-		// missing rather than lose the observation.
-		s.log.Warn("full output not kept", "session", s.id, "err", spillErr)
-		out.Note = joinNote(out.Note, "the full output could not be kept: "+spillErr.Error())
-	}
-	switch {
-	case spill.dropped > 0 && spill.n == 0:
-		out.Note = joinNote(out.Note, fmt.Sprintf("None of the full output (%d bytes) was stored (%s): it cannot be paged; the view above is all there is.", spill.dropped, spill.why))
-	case spill.dropped > 0:
-		out.Note = joinNote(out.Note, fmt.Sprintf("Only the first %d bytes of the full output were stored (%s); the last %d bytes were not, so pages past them do not exist. The view above still shows the end.",
-			spill.n, spill.why, spill.dropped))
-	}
-	if tres.Trimmed || tres.LinesCut > 0 {
-		out.Trimmed = &event.Trimmed{
-			LinesTotal:   tres.LinesTotal,
-			LinesOmitted: tres.LinesOmitted,
-			BytesOmitted: tres.BytesOmitted,
-			OutputID:     id,
+	return w, func() (trim.Result, *event.Trimmed, string) {
+		if lw != nil {
+			lw.Close()
 		}
+		id, spillErr := spill.close()
+		s.kept.Add(spill.n)
+		tres := tr.Result(id)
+		note := ""
+		if spillErr != nil {
+			// The command ran and the model still gets its view; say what is
+			// missing rather than lose the observation.
+			s.log.Warn("full output not kept", "session", s.id, "err", spillErr)
+			note = joinNote(note, "the full output could not be kept: "+spillErr.Error())
+		}
+		switch {
+		case spill.dropped > 0 && spill.n == 0:
+			note = joinNote(note, fmt.Sprintf("None of the full output (%d bytes) was stored (%s): it cannot be paged; the view above is all there is.", spill.dropped, spill.why))
+		case spill.dropped > 0:
+			note = joinNote(note, fmt.Sprintf("Only the first %d bytes of the full output were stored (%s); the last %d bytes were not, so pages past them do not exist. The view above still shows the end.",
+				spill.n, spill.why, spill.dropped))
+		}
+		var trimmed *event.Trimmed
+		if tres.Trimmed || tres.LinesCut > 0 {
+			trimmed = &event.Trimmed{
+				LinesTotal:   tres.LinesTotal,
+				LinesOmitted: tres.LinesOmitted,
+				BytesOmitted: tres.BytesOmitted,
+				OutputID:     id,
+			}
+		}
+		return tres, trimmed, note
 	}
-	if runErr != nil {
-		out.Note = joinNote(out.Note, "the harness stopped waiting: "+runErr.Error())
-		return out, tres, fmt.Errorf("session %s: %w", s.id, runErr)
-	}
-	return out, tres, nil
 }
 
 // Running reports whether a command is still running in the shell (one

@@ -152,3 +152,12 @@ func parseInput(s string, app bool) parsedInput {
 	}
 	return p
 }
+
+// KeyBytes turns input in the key syntax of is_input into the bytes a
+// program on a terminal reads, for a PTY other than a terminal's own (a
+// Python cell's). line says plain text was given without a key or line
+// end: a line-mode program waits for Enter, which the caller adds.
+func KeyBytes(keys string) (b []byte, line bool) {
+	in := parseInput(keys, false)
+	return in.bytes, !in.hasKey && !in.endsLine
+}

@@ -10,7 +10,8 @@
 // as the model's tool calls and the observations as their results. In
 // "tools" mode the model gets execute_bash {command, is_input, timeout,
 // reset}, str_replace_editor (OpenHands' file editor: view, create,
-// str_replace, insert, undo_edit), think {thought} and finish {message};
+// str_replace, insert, undo_edit), execute_ipython_cell {code} (the
+// session's persistent Python), think {thought} and finish {message};
 // a reply without a tool call
 // is read CodeAct-style (a fenced bash block, a <finish> tag). Every reply
 // and tool call goes to harnessd to parse (core/parse), so a malformed one

@@ -176,7 +176,7 @@ func TestOpenAIAgentFixesABug(t *testing.T) {
 			for _, tl := range s.body["tools"].([]any) {
 				names = append(names, tl.(map[string]any)["function"].(map[string]any)["name"].(string))
 			}
-			if !slices.Equal(names, []string{"execute_bash", "str_replace_editor", "think", "finish"}) {
+			if !slices.Equal(names, []string{"execute_bash", "str_replace_editor", "execute_ipython_cell", "think", "finish"}) {
 				t.Errorf("tools %v", names)
 			}
 			if s.msgs[0].Role != "system" || !strings.Contains(s.msgs[0].Content, "## AGENTS.md\n\nShell scripts are tested with sh test.sh.") ||

@@ -48,6 +48,10 @@ type rawEvent struct {
 	Action  string `json:"action"`
 	Thought string `json:"thought"`
 
+	// python_run and python_result.
+	Code      string `json:"code"`
+	StateLost bool   `json:"state_lost"`
+
 	// The file actions (file_view, file_create, …) and file_result.
 	Path      string `json:"path"`
 	FromLine  int    `json:"from_line"`
@@ -78,6 +82,7 @@ const systemTools = `You are an autonomous software engineering agent. You work 
 Act one step at a time with the tools:
 - execute_bash runs one command and shows its output, exit code and working directory. Long outputs are trimmed to their first and last lines and the lines with errors; a placeholder says what was left out. A command that prints nothing new for a while comes back with exit code -1 while it goes on running: call execute_bash with an empty command to wait for more output, or with command "C-c" and is_input true to interrupt it. Use timeout (seconds) for commands that may hang.
 - str_replace_editor views, creates and edits files: view shows a file with line numbers (or a directory two levels deep); str_replace replaces text that occurs exactly once (copy it exactly, with its indentation); insert adds text after a line; undo_edit reverts your last edit of a file. Prefer it to sed or heredocs for editing.
+- execute_ipython_cell runs Python code in a persistent Python session (IPython when installed): variables and imports persist from one cell to the next, the value of the last expression is shown, and an error shows its traceback. A cell still running comes back with "still running": call it with empty code to wait.
 - think records your reasoning without acting.
 - finish ends the task, with a short summary of what you did and how you checked it.
 
@@ -106,6 +111,9 @@ func toolDefs() []tool {
 			"reset":    map[string]any{"type": "boolean", "description": "Kill the shell and start a fresh one first."},
 		}, "command")}},
 		editorTool(),
+		{Type: "function", Function: toolDef{Name: "execute_ipython_cell", Description: "Run a cell of Python code in a persistent Python session (IPython when the sandbox has it) and see its output. Variables and imports persist between cells; the last expression's value is shown.", Parameters: obj(map[string]any{
+			"code": str("The Python code to run. Empty: wait for more output of the cell still running."),
+		}, "code")}},
 		{Type: "function", Function: toolDef{Name: "think", Description: "Think out loud: plan, reason about what you saw. Does not act.", Parameters: obj(map[string]any{
 			"thought": str("Your reasoning."),
 		}, "thought")}},
@@ -267,6 +275,15 @@ func (b *builder) event(ev rawEvent, run string) {
 	case "file_result":
 		text, masked := renderFile(ev)
 		b.result(ev.Cause, ev.Seq, text, masked, "Result of the user's file action:\n")
+	case "python_run":
+		if !agent {
+			b.add(message{Role: "user", Content: "(The user ran a Python cell:\n" + ev.Code + ")"})
+			return
+		}
+		b.call(ev.Seq, "execute_ipython_cell", map[string]any{"code": ev.Code}, "```python\n"+ev.Code+"\n```")
+	case "python_result":
+		text, masked := renderPython(ev)
+		b.result(ev.Cause, ev.Seq, text, masked, "Output of the user's Python cell:\n")
 	case "cmd_output":
 		text, masked := render(ev)
 		b.result(ev.Cause, ev.Seq, text, masked, "Output of the user's command:\n")
@@ -405,4 +422,34 @@ func renderFile(o rawEvent) (full, masked string) {
 		return full, full
 	}
 	return full, fmt.Sprintf("%s\n[... %d lines masked to save context; view the file again if you need them ...]\n%s", lines[0], len(lines)-2, lines[len(lines)-1])
+}
+
+// renderPython shows a Python cell's result, and its masked form.
+func renderPython(o rawEvent) (full, masked string) {
+	var state string
+	switch {
+	case o.ExitCode == -1:
+		state = "[the cell is still running: send empty code to wait for more output]"
+	case o.Error != "":
+		state = "[the cell ended with " + o.Error + "]"
+	}
+	if o.StateLost {
+		state = strings.TrimSpace(state + "\n[Python was restarted: variables and imports of earlier cells are gone]")
+	}
+	if o.Note != "" {
+		state = strings.TrimSpace(state + "\n[" + o.Note + "]")
+	}
+	out := o.Output
+	if out != "" && !strings.HasSuffix(out, "\n") && state != "" {
+		out += "\n"
+	}
+	full = out + state
+	if full == "" {
+		full = "[the cell ran and printed nothing]"
+	}
+	lines := strings.Split(strings.TrimSuffix(o.Output, "\n"), "\n")
+	if len(lines) <= 2 {
+		return full, full
+	}
+	return full, strings.TrimSpace(fmt.Sprintf("%s\n[... %d lines masked to save context ...]\n%s\n%s", lines[0], len(lines)-2, lines[len(lines)-1], state))
 }

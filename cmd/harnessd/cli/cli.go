@@ -60,6 +60,10 @@ client (flags: --socket PATH, else $HARNESSD_SOCKET, else the default socket; --
   exec [--timeout DUR] [--input] [--trimmed] SESSION -- COMMAND...
                                            run a command, printing its output as it prints it (--trimmed: what
                                            the model is shown, once it returns); exits with its exit code
+  py [--timeout DUR] [--input] [--reset] [--from FILE|-] SESSION -- CODE
+                                           run a cell in the session's persistent Python (IPython when the
+                                           sandbox has it), printing its output as it prints it; exit 1 if an
+                                           exception ended it, 124 while it runs
   file view SESSION PATH [--lines A-B]    view a file with line numbers (or a directory, two levels deep),
                                            inside the session's sandbox; PATH absolute or relative to the
                                            shell's current directory
@@ -123,6 +127,8 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return c.exec(args[1:])
 	case "file":
 		return c.file(args[1:])
+	case "py":
+		return c.py(args[1:])
 	case "events":
 		return c.events(args[1:])
 	case "output":

@@ -7,6 +7,7 @@ import (
 	"github.com/harnessd/harnessd/core/agent"
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/files"
+	"github.com/harnessd/harnessd/core/python"
 )
 
 // Replayer checks that a session's history is whole as it is read: seqs
@@ -119,6 +120,8 @@ func Transcript(ev event.Event) string {
 		return fileTranscript(ev.Payload)
 	case files.Result:
 		return fileResultTranscript(p)
+	case python.Run, python.Result:
+		return pythonTranscript(ev.Payload)
 	case event.NetConnect:
 		if p.Closed {
 			return fmt.Sprintf("# network: %s:%d closed, %d bytes up, %d down\n", p.Host, p.Port, p.BytesUp, p.BytesDown)

@@ -27,6 +27,8 @@
 //	file_str_replace {session?, path, old, new}              -> the edited region and the diff
 //	file_insert     {session?, path, line, text}             -> the edited region and the diff
 //	file_undo       {session?, path}                         -> the file as it was before
+//	python_run      {session?, code, is_input?, timeout_s?, reset?}
+//	                -> what the cell printed, its exception if any (-1: still running)
 //
 // The file tools are the file actions (core/files): done by the sandbox's
 // init inside the sandbox, vetoed by the same hooks, recorded in the same
@@ -47,7 +49,8 @@
 //
 // # Caveats
 //
-// The python action has no tool yet. session_create's
+// python_run is the session's persistent Python (core/python): a
+// cancelled call interrupts its cell, as a cancelled exec does. session_create's
 // profile is one of the daemon's harness.toml [profiles] (the operator
 // writes them; a client only chooses), and its network may only narrow
 // the profile's or sandbox.network.

@@ -177,6 +177,7 @@ func TestToolsAndAnnotations(t *testing.T) {
 		"file_str_replace": {false, true, false},
 		"file_insert":      {false, false, false},
 		"file_undo":        {false, true, false},
+		"python_run":       {false, true, false},
 	}
 	for _, tool := range res.Tools {
 		w, found := want[tool.Name]

@@ -96,6 +96,7 @@ func New(cl *api.Client, opts Options) *Server {
 	})
 	s.addTools()
 	s.addFileTools()
+	s.addPythonTool()
 	return s
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/python"
 	"github.com/harnessd/harnessd/core/sandbox"
 )
 
@@ -459,5 +460,44 @@ end)`
 		if !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Message, tc.want) {
 			t.Errorf("%+v: %v, want 400 %q", tc.req, err, tc.want)
 		}
+	}
+}
+
+// TestPythonInNativeSession runs cells through the API in a native
+// session, from the warm pool: Python works in the sandbox's /workspace as
+// the shell does, sees what the shell wrote and the shell sees what it
+// wrote, and does not see the host.
+func TestPythonInNativeSession(t *testing.T) {
+	td := startDaemon(t, nativeConfig(t))
+	ctx := context.Background()
+	info, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "py"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := func(code string) python.Result {
+		t.Helper()
+		obs, err := td.cl.Act(ctx, "py", event.SourceAgent, python.Run{Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := obs.Payload.(python.Result)
+		if !ok {
+			t.Fatalf("%q: got %s %+v", code, obs.Kind(), obs.Payload)
+		}
+		return r
+	}
+	run(t, td.cl, "py", "echo from-shell > shell.txt")
+	r := cell("import os\nprint(os.getcwd(), open('shell.txt').read().strip(), os.path.exists('/proc/1/root' + " + fmt.Sprintf("%q", info.Workspace) + "))\n_ = open('py.txt', 'w').write('from-python')")
+	if r.ExitCode != 0 || strings.TrimSpace(r.Output) != "/workspace from-shell False" || r.Unsandboxed {
+		t.Fatalf("a cell in the sandbox: %+v", r)
+	}
+	if out := run(t, td.cl, "py", "cat py.txt"); out.Output != "from-python" {
+		t.Errorf("the shell reads %q", out.Output)
+	}
+	if b, err := os.ReadFile(filepath.Join(info.Workspace, "py.txt")); err != nil || string(b) != "from-python" {
+		t.Errorf("on the host: %q %v", b, err)
+	}
+	if r := cell("import os; os.getppid() != 0 and open('/proc/1/cmdline').read().split('\\0')[0]"); !strings.Contains(r.Output, "harnessd") {
+		t.Errorf("pid 1 of Python's pid namespace is %q, want the sandbox's init", r.Output)
 	}
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -73,7 +74,8 @@ type gitGuard struct {
 	// noACL is set once the filesystem refused an ACL: the group bits
 	// serve instead.
 	noACL    bool
-	handed   int // repositories handed over, for tests and the log
+	handed   int    // repositories handed over, for tests and the log
+	record   string // where arm writes the guard's record (guardRecordName), if not ""
 	stopOnce sync.Once
 }
 
@@ -85,13 +87,11 @@ type gitGuard struct {
 // CAP_SYS_ADMIN): the guard then only sweeps (see sweep), and the caller
 // says so. A nil guard means the workspace could not be opened.
 func newGitGuard(ws string, user, gid, owner int, log *slog.Logger) (*gitGuard, error) {
-	g := &gitGuard{ws: ws, user: user, gid: gid, owner: owner, log: log, fan: -1, wsFd: -1, wake: [2]int{-1, -1},
-		armed: make(chan struct{}), done: make(chan struct{}), base: map[devIno]bool{}}
-	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0) // not O_PATH: open_by_handle_at refuses one
+	g, err := newGitGuardSweeper(ws, user, gid, owner, log)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: ws, Err: err}
+		return nil, err
 	}
-	g.wsFd = fd
+	g.done = make(chan struct{}) // the loop's, from here
 	if err := g.watch(); err != nil {
 		for _, fd := range []int{g.fan, g.wake[0], g.wake[1]} {
 			if fd >= 0 {
@@ -103,6 +103,19 @@ func newGitGuard(ws string, user, gid, owner int, log *slog.Logger) (*gitGuard, 
 		return g, err
 	}
 	go g.loop()
+	return g, nil
+}
+
+// newGitGuardSweeper is a guard that does not watch: it only sweeps.
+func newGitGuardSweeper(ws string, user, gid, owner int, log *slog.Logger) (*gitGuard, error) {
+	g := &gitGuard{ws: ws, user: user, gid: gid, owner: owner, log: log, fan: -1, wsFd: -1, wake: [2]int{-1, -1},
+		armed: make(chan struct{}), done: make(chan struct{}), base: map[devIno]bool{}}
+	close(g.done)
+	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0) // not O_PATH: open_by_handle_at refuses one
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: ws, Err: err}
+	}
+	g.wsFd = fd
 	return g, nil
 }
 
@@ -170,6 +183,12 @@ func (g *gitGuard) arm(repos []Repo) {
 		}
 	}
 	g.mu.Unlock()
+	if g.record != "" {
+		b, _ := json.Marshal(guardRecord{Workspace: g.ws, User: g.user, GID: g.gid, Owner: g.owner, Repos: repos})
+		if err := os.WriteFile(g.record, b, 0o600); err != nil {
+			g.log.Warn("sandbox git guard: no record for a daemon that dies", "err", err)
+		}
+	}
 	select {
 	case <-g.armed:
 	default:
@@ -485,6 +504,9 @@ func (s *nativeSandbox) startGuard(ctx context.Context, fresh bool) {
 		s.d.opts.Logger.WarnContext(ctx, "sandbox git guard: git inside will refuse the repositories handed over", "sandbox", s.spec.ID, "err", err)
 	}
 	g, err := newGitGuard(s.spec.Workspace, s.uid, s.gid, dedicated, s.d.opts.Logger)
+	if g != nil {
+		g.record = filepath.Join(s.dir, guardRecordName)
+	}
 	if err != nil {
 		s.d.opts.Logger.WarnContext(ctx, "sandbox git guard: not watching; a repository the agent makes is handed over only at the next shell start and when the session ends",
 			"sandbox", s.spec.ID, "workspace", s.spec.Workspace, "err", err)
@@ -501,4 +523,49 @@ func (s *nativeSandbox) stopGuard() {
 	s.guard.stop()
 	s.guard.sweepAll()
 	s.guard.closeWs()
+	os.Remove(s.guard.record)
+}
+
+// guardRecordName is the file in a sandbox's state directory that says,
+// once the first shell has started, what its guard needs to sweep the
+// workspace after a daemon that died: a daemon killed outright never
+// reaches Destroy's sweep (and, where fanotify is missing, that sweep
+// is all there is).
+const guardRecordName = "git-guard.json"
+
+// guardRecord is guardRecordName's content.
+type guardRecord struct {
+	Workspace        string
+	User, GID, Owner int
+	Repos            []Repo // the user's own
+}
+
+// cleanupGuards sweeps the workspace of every sandbox a daemon that died
+// left a guard record for, and removes the record.
+func (d *Native) cleanupGuards(ctx context.Context) {
+	recs, _ := filepath.Glob(filepath.Join(d.opts.StateDir, "*", guardRecordName))
+	for _, p := range recs {
+		if ctx.Err() != nil {
+			return
+		}
+		var r guardRecord
+		b, err := os.ReadFile(p)
+		if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
+		if err != nil || r.Workspace == "" || r.User <= 0 || r.Owner <= 0 {
+			d.opts.Logger.Warn("sandbox git guard: a record left by an earlier daemon is unreadable", "record", p, "err", err)
+			continue
+		}
+		g, _ := newGitGuardSweeper(r.Workspace, r.User, r.GID, r.Owner, d.opts.Logger)
+		if g == nil {
+			os.Remove(p) // the workspace is gone
+			continue
+		}
+		g.arm(r.Repos)
+		g.sweepAll()
+		g.closeWs()
+		d.opts.Logger.Info("sandbox git guard: swept the workspace of a sandbox an earlier daemon left", "workspace", r.Workspace, "handed_over", g.handed)
+		os.Remove(p)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/core/terminal"
 )
 
 // userDirAttacks are repositories the agent makes during a session in a
@@ -141,4 +143,71 @@ func TestGitUserDirOwnRepos(t *testing.T) {
 	}
 	out := hostRuns(git, ws, "new")
 	noMarks(t, marker, "the workspace's user", out)
+}
+
+// TestGitUserDirSweeps: where the guard cannot watch (no fanotify), what
+// the agent made is handed over at the next shell start, at Destroy, and
+// by the next daemon's Cleanup after one that died; and a repository
+// made by hand in a subdirectory while nothing watched is found too.
+func TestGitUserDirSweeps(t *testing.T) {
+	requireRoot(t)
+	state := stateDir(t)
+	d := newDriver(t, NativeOptions{StateDir: state})
+	ws, marker, git := userDir(t)
+	own := &User{UID: userDirOwner, GID: userDirOwner}
+	refused := func(dir string) {
+		t.Helper()
+		out := hostRuns(git, ws, dir)
+		noMarks(t, marker, "the workspace's user", out)
+		if !strings.Contains(out, "dubious ownership") {
+			t.Errorf("%s: the user's git was not refused by ownership: %s", dir, out)
+		}
+	}
+	plant := func(b *box, dir string) {
+		t.Helper()
+		b.must("mkdir -p " + dir + " && git init -q " + dir + " && git -C " + dir + " config core.fsmonitor 'touch " + marker + "/" + filepath.Base(dir) + "; false'")
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: own})
+	sb := b.sb.(*nativeSandbox)
+	sb.guard.stop() // as on a host without fanotify
+	plant(b, "a/b/restart")
+	b.term.Close()
+	term, err := terminal.New(t.Context(), termOptions(sb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { term.Close() })
+	refused("a/b/restart")
+
+	b.term = term
+	plant(b, "destroyed")
+	term.Close()
+	if err := sb.Destroy(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	refused("destroyed")
+
+	// A daemon that died: its sandbox's record is left; the next one's
+	// Cleanup sweeps.
+	b = newBox(t, d, Spec{Workspace: ws, Owner: own})
+	sb = b.sb.(*nativeSandbox)
+	sb.guard.stop()
+	plant(b, "crashed")
+	b.term.Close()
+	rec, err := os.ReadFile(filepath.Join(sb.dir, guardRecordName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newDriver(t, NativeOptions{StateDir: state}).Cleanup(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	refused("crashed")
+	if _, err := os.Stat(filepath.Join(sb.dir, guardRecordName)); !os.IsNotExist(err) {
+		t.Errorf("the record is left after Cleanup (%s): %v", rec, err)
+	}
+	for _, dir := range []string{"."} {
+		if _, err := os.Stat(filepath.Join(ws, dir, ".git")); err == nil {
+			t.Errorf("a repository appeared at %s", dir)
+		}
+	}
 }

@@ -137,6 +137,17 @@ func (g *gitGuard) watch() error {
 			return &os.PathError{Op: "fanotify_mark", Path: p, Err: err}
 		}
 	}
+	// Events name directories by handle: one that cannot be opened
+	// (no CAP_DAC_READ_SEARCH) would make every event a failure.
+	h, _, err := unix.NameToHandleAt(g.wsFd, "", unix.AT_EMPTY_PATH)
+	if err != nil {
+		return &os.PathError{Op: "name_to_handle_at", Path: g.ws, Err: err}
+	}
+	fd, err := unix.OpenByHandleAt(g.wsFd, h, unix.O_PATH|unix.O_CLOEXEC)
+	if err != nil {
+		return &os.PathError{Op: "open_by_handle_at", Path: g.ws, Err: err}
+	}
+	unix.Close(fd)
 	if err := unix.Pipe2(g.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		return os.NewSyscallError("pipe2", err)
 	}

@@ -108,6 +108,11 @@ type Sandbox struct {
 	// the sandbox and the host's disk is untouched; 0 = none.
 	DiskMB int `toml:"disk_mb"`
 
+	// CloneTimeout bounds the clone of a session made from a host
+	// repository (harnessd run --git, a session's "git" source): past it
+	// the clone is stopped, its files removed, and the session refused.
+	CloneTimeout Duration `toml:"clone_timeout"`
+
 	// PoolSize is how many ready sandboxes are kept waiting for new
 	// sessions; 0 turns the pool off.
 	PoolSize int `toml:"pool_size"`
@@ -283,16 +288,17 @@ func Default() Config {
 			ShutdownGrace:   Duration{10 * time.Second},
 		},
 		Sandbox: Sandbox{
-			Driver:    DriverNative,
-			Network:   NetworkNone,
-			Image:     "",
-			Protected: []string{".git/hooks", ".git/config", ".harness"},
-			MemoryMB:  2048,
-			Pids:      512,
-			CPUWeight: 100,
-			TmpMB:     512,
-			DiskMB:    1024,
-			PoolSize:  2,
+			Driver:       DriverNative,
+			Network:      NetworkNone,
+			Image:        "",
+			Protected:    []string{".git/hooks", ".git/config", ".harness"},
+			MemoryMB:     2048,
+			Pids:         512,
+			CPUWeight:    100,
+			TmpMB:        512,
+			DiskMB:       1024,
+			CloneTimeout: Duration{10 * time.Minute},
+			PoolSize:     2,
 			Proxy: Proxy{
 				Allow: []string{},
 				Deny:  []string{},

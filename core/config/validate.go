@@ -171,6 +171,7 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 	if sb.DiskMB != 0 {
 		bounded("sandbox.disk_mb", sb.DiskMB, 16, 1<<24) // mkfs needs room for its metadata
 	}
+	positive("sandbox.clone_timeout", sb.CloneTimeout)
 	bounded("sandbox.pool_size", sb.PoolSize, 0, 1000)
 	for _, l := range []struct {
 		key string

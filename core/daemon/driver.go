@@ -128,6 +128,14 @@ func (d *Daemon) pooled() bool {
 // replaces [sandbox]'s settings (a session's profile or narrowed network,
 // see sessionSandbox).
 func (d *Daemon) place(ctx context.Context, name, ws string, own *sandbox.User, over *config.Sandbox) (*placement, error) {
+	return d.placeFilled(ctx, name, ws, own, over, nil)
+}
+
+// placeFilled is place with fill, if not nil, run on the workspace once
+// its sandbox exists (its disk mounted, if it has one) and before its
+// shell starts: a git source's clone, which the disk's quota then bounds.
+// A fill that fails must leave the workspace empty.
+func (d *Daemon) placeFilled(ctx context.Context, name, ws string, own *sandbox.User, over *config.Sandbox, fill func(ctx context.Context, ws string) error) (*placement, error) {
 	keep := !d.ownWorkspace(ws)
 	if !keep {
 		if err := os.MkdirAll(ws, 0o700); err != nil {
@@ -179,6 +187,12 @@ func (d *Daemon) place(ctx context.Context, name, ws string, own *sandbox.User, 
 		return fail(err)
 	}
 	p.sb = sb
+	if fill != nil {
+		if err := fill(ctx, ws); err != nil {
+			sb.Destroy(context.WithoutCancel(ctx))
+			return fail(err)
+		}
+	}
 	opts := session.SandboxTerminal(session.ConfigFrom(d.conf(), ws).Terminal, sb)
 	opts.Logger = d.log
 	term, err := terminal.New(ctx, opts)

@@ -136,16 +136,38 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	if req.Workspace != "" && req.Git != nil {
 		return Info{}, fmt.Errorf("%w: name a workspace or a git source, not both", ErrBadRequest)
 	}
-	cloned := false
+	cloned := false // a clone with no placement to remove it
 	if req.Git != nil {
 		// A clone of the client's repository, in the daemon's own
-		// workspace directory; never pooled (a pooled sandbox has its
-		// workspace already).
-		var err error
-		if ws, err = d.gitWorkspace(ctx, id, *req.Git, req.Requester, own); err != nil {
+		// workspace directory, made once the sandbox (and its disk)
+		// exists and before its shell starts; never pooled (a pooled
+		// sandbox has its workspace already). The directory is made
+		// here, exclusively: a racing create of the same id, or a
+		// leftover, is never filled, nor removed as ours.
+		gc, err := d.checkGitSource(id, *req.Git, req.Requester, own)
+		if err != nil {
 			return Info{}, err
 		}
-		cloned = true
+		defer gc.close()
+		if err := os.MkdirAll(filepath.Dir(ws), 0o700); err != nil {
+			return Info{}, fmt.Errorf("daemon: git workspace: %w", err)
+		}
+		if err := os.Mkdir(ws, 0o700); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return Info{}, fmt.Errorf("%w: session %s: its workspace directory exists", ErrExists, id)
+			}
+			return Info{}, fmt.Errorf("daemon: git workspace: %w", err)
+		}
+		if d.conf().Sandbox.Driver == config.DriverNone {
+			err = gc.into(ctx, ws) // no sandbox, no disk
+		} else {
+			warm, err = d.placeFilled(ctx, id, ws, own, sc, gc.into)
+		}
+		if err != nil {
+			os.RemoveAll(ws)
+			return Info{}, err
+		}
+		cloned = warm == nil
 	} else if req.Workspace != "" {
 		// A client's directory: checked, never pooled (the pool's
 		// sandboxes have their own), owned by the client in the sandbox.
@@ -175,7 +197,7 @@ func (d *Daemon) Create(ctx context.Context, req CreateRequest) (Info, error) {
 	rec, recorded, err := d.createRecord(ctx, rec, first)
 	if err != nil {
 		if warm != nil {
-			warm.close()
+			warm.close() // and, but for a client's directory, its workspace
 		}
 		if cloned {
 			os.RemoveAll(ws)

@@ -190,10 +190,16 @@ type GitSource struct {
 	Ref string `json:"ref,omitempty"`
 }
 
-// gitWorkspace clones src into DataDir/workspaces/ID and returns that
-// path; the caller removes it if the session is not made. The clone's
-// files belong to the sandbox's user (own, or the driver's default), as a
-// fresh workspace does.
+// gitClone is a checked git source (see GitSource), ready to be cloned
+// into a session's workspace by into. close removes what it holds.
+//
+// The clone is made in the workspace once its sandbox exists: with a disk
+// (sandbox.disk_mb, as root), in that filesystem, so the quota bounds the
+// clone as it bounds the agent, and a repository too big for it is
+// refused, saying so; and within sandbox.clone_timeout, past which git is
+// killed (its process group: upload-pack too) and what it wrote removed.
+// The files belong to the sandbox's user (own, or the driver's default),
+// as a fresh workspace's do.
 //
 // Why a clone and not `git worktree add`: a worktree's .git is a file
 // pointing into the user's repository, and git inside would read and
@@ -221,15 +227,29 @@ type GitSource struct {
 // submodules: nothing the source or the sandbox writes can make the host
 // run code. Only upload-pack reads the source's own config, and it is
 // made for untrusted repositories.
-func (d *Daemon) gitWorkspace(ctx context.Context, id string, src GitSource, who *Requester, own *sandbox.User) (string, error) {
-	bad := func(format string, args ...any) (string, error) {
-		return "", fmt.Errorf("%w: git repo %q: %s", ErrBadRequest, src.Repo, fmt.Sprintf(format, args...))
+type gitClone struct {
+	d       *Daemon
+	src     GitSource
+	repo    string        // the source's real path
+	who     *Requester    // who asked: upload-pack runs as them
+	own     *sandbox.User // whose the clone's files become
+	tmp     string        // holds cfgFile, outside the workspace
+	cfgFile string        // the global git config: the source's safe entries
+	timeout time.Duration
+	diskMB  int
+}
+
+// checkGitSource checks src for who (see GitSource) and prepares its
+// clone for session id. The caller closes it.
+func (d *Daemon) checkGitSource(id string, src GitSource, who *Requester, own *sandbox.User) (*gitClone, error) {
+	bad := func(format string, args ...any) (*gitClone, error) {
+		return nil, fmt.Errorf("%w: git repo %q: %s", ErrBadRequest, src.Repo, fmt.Sprintf(format, args...))
 	}
 	if !filepath.IsAbs(src.Repo) {
 		return bad("must be an absolute path")
 	}
 	if err := checkRef(src.Ref); err != nil {
-		return "", fmt.Errorf("%w: git ref %q: %v", ErrBadRequest, src.Ref, err)
+		return nil, fmt.Errorf("%w: git ref %q: %v", ErrBadRequest, src.Ref, err)
 	}
 	repo, err := filepath.EvalSymlinks(src.Repo)
 	if err != nil {
@@ -260,86 +280,136 @@ func (d *Daemon) gitWorkspace(ctx context.Context, id string, src GitSource, who
 	}
 	parent := filepath.Join(d.dataDir, "workspaces")
 	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return "", fmt.Errorf("daemon: git workspace: %w", err)
+		return nil, fmt.Errorf("daemon: git workspace: %w", err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+id+".clone-")
 	if err != nil {
-		return "", fmt.Errorf("daemon: git workspace: %w", err)
+		return nil, fmt.Errorf("daemon: git workspace: %w", err)
 	}
-	ok := false
+	// The global config is ours: only the safe entries for the source.
+	c := &gitClone{d: d, src: src, repo: repo, who: who, own: own, tmp: tmp, cfgFile: filepath.Join(tmp, ".gitconfig"),
+		timeout: d.conf().Sandbox.CloneTimeout.Duration, diskMB: d.conf().Sandbox.DiskMB}
+	safe := fmt.Sprintf("[safe]\n\tdirectory = %s\n\tdirectory = %s\n", gitQuote(repo), gitQuote(gitDir))
+	if err := os.WriteFile(c.cfgFile, []byte(safe), 0o600); err != nil {
+		c.close()
+		return nil, fmt.Errorf("daemon: git workspace: %w", err)
+	}
+	return c, nil
+}
+
+// close removes the clone's temporary directory.
+func (c *gitClone) close() { os.RemoveAll(c.tmp) }
+
+// into clones the source into ws, an empty directory (the workspace, its
+// disk mounted there if it has one), and checks out the ref. On any
+// failure it empties ws again.
+func (c *gitClone) into(ctx context.Context, ws string) (err error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: git repo %q: %s", ErrBadRequest, c.src.Repo, fmt.Sprintf(format, args...))
+	}
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	defer func() {
-		if !ok {
-			os.RemoveAll(tmp)
+		if err != nil {
+			if rerr := emptyDir(ws); rerr != nil {
+				c.d.log.Warn("a failed clone's files are left", "workspace", ws, "err", rerr)
+			}
 		}
 	}()
-	// The global config is ours: only the safe entries for the source.
-	cfgFile := filepath.Join(tmp, ".gitconfig")
-	safe := fmt.Sprintf("[safe]\n\tdirectory = %s\n\tdirectory = %s\n", gitQuote(repo), gitQuote(gitDir))
-	if err := os.WriteFile(cfgFile, []byte(safe), 0o600); err != nil {
-		return "", fmt.Errorf("daemon: git workspace: %w", err)
+	// What went wrong, said for the client: the clock, the disk, or git.
+	failed := func(what, out string) error {
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return bad("%s took longer than sandbox.clone_timeout (%s): stopped, and what it wrote removed", what, c.timeout)
+		case ctx.Err() != nil:
+			return fmt.Errorf("daemon: git workspace: %s: %w", what, context.Cause(ctx))
+		case strings.Contains(out, "No space left on device") || full(ws):
+			return bad("does not fit in the workspace's disk of %d MiB (sandbox.disk_mb): %s", c.diskMB, out)
+		}
+		return bad("%s: %s", what, out)
 	}
-	ws := filepath.Join(tmp, "ws")
+	// The workspace is the sandbox's user's already (its disk's root
+	// is), and root's git refuses a repository another user owns: it is
+	// safe, as no shell has run in it yet; what is in it is this clone.
+	f, err := os.OpenFile(c.cfgFile, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "\tdirectory = %s\n", gitQuote(ws))
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("daemon: git workspace: %w", err)
+	}
 	git := func(dir string, args ...string) (string, error) {
-		return runGit(ctx, dir, cfgFile, args...)
+		return runGit(ctx, dir, c.cfgFile, args...)
 	}
 	clone := []string{"clone", "--quiet", "--no-local", "--no-checkout", "--template="}
-	if who.UID != 0 {
+	if c.who.UID != 0 {
 		// What reads the source is upload-pack, and it reads it as the
 		// client: the mode bits above are a first answer, but objects/
 		// may be a symlink and objects/info/alternates may name another
 		// user's repository, from which the daemon's root would serve any
 		// commit a ref names. Without safe.directory: a repository the
 		// client does not own is refused, as the client's own git would.
-		up, err := uploadPackAs(who)
+		up, err := uploadPackAs(c.who)
 		if err != nil {
-			return "", err
+			return err
 		}
 		clone = append(clone, "--upload-pack="+up)
 	}
-	if out, err := git(tmp, append(clone, "--", repo, ws)...); err != nil {
-		return bad("git clone: %s", out)
+	if out, err := git(c.tmp, append(clone, "--", c.repo, ws)...); err != nil {
+		return failed("git clone", out)
 	}
 	// Which commit Ref names, in the clone: a branch of the source is a
 	// remote-tracking branch here, a tag or commit resolves as it is.
 	var checkout []string
-	switch {
-	case src.Ref == "":
+	switch ref := c.src.Ref; {
+	case ref == "":
 		if _, err := git(ws, "rev-parse", "--quiet", "--verify", "HEAD^{commit}"); err != nil {
 			return bad("has no commits")
 		}
 		checkout = []string{"checkout", "--quiet", "--force"}
-	case gitOK(git(ws, "rev-parse", "--quiet", "--verify", "refs/heads/"+src.Ref)):
-		checkout = []string{"checkout", "--quiet", "--force", src.Ref, "--"}
-	case gitOK(git(ws, "rev-parse", "--quiet", "--verify", "refs/remotes/origin/"+src.Ref)):
-		checkout = []string{"checkout", "--quiet", "--force", "-b", src.Ref, "--track", "origin/" + src.Ref, "--"}
+	case gitOK(git(ws, "rev-parse", "--quiet", "--verify", "refs/heads/"+ref)):
+		checkout = []string{"checkout", "--quiet", "--force", ref, "--"}
+	case gitOK(git(ws, "rev-parse", "--quiet", "--verify", "refs/remotes/origin/"+ref)):
+		checkout = []string{"checkout", "--quiet", "--force", "-b", ref, "--track", "origin/" + ref, "--"}
 	default:
-		sha, err := git(ws, "rev-parse", "--quiet", "--verify", "--end-of-options", src.Ref+"^{commit}")
+		sha, err := git(ws, "rev-parse", "--quiet", "--verify", "--end-of-options", ref+"^{commit}")
 		if err != nil {
-			return "", fmt.Errorf("%w: git ref %q: not a branch, tag or commit of %s", ErrBadRequest, src.Ref, src.Repo)
+			return fmt.Errorf("%w: git ref %q: not a branch, tag or commit of %s", ErrBadRequest, ref, c.src.Repo)
 		}
 		checkout = []string{"checkout", "--quiet", "--force", "--detach", strings.TrimSpace(sha), "--"}
 	}
 	if out, err := git(ws, checkout...); err != nil {
-		return bad("git checkout %s: %s", src.Ref, out)
+		return failed("git checkout "+c.src.Ref, out)
 	}
-	if err := d.giveClone(ws, own); err != nil {
-		return "", fmt.Errorf("daemon: git workspace: %w", err)
+	if err := c.d.giveClone(ws, c.own); err != nil {
+		return fmt.Errorf("daemon: git workspace: %w", err)
 	}
-	// The session's workspace is DataDir/workspaces/ID, like a fresh
-	// one's; the clone moves there from its temporary parent (which holds
-	// the config file).
-	// RENAME_NOREPLACE: a directory already there (a racing create of
-	// the same id, a leftover) is never replaced, nor later removed as ours.
-	final := filepath.Join(parent, id)
-	if err := unix.Renameat2(unix.AT_FDCWD, ws, unix.AT_FDCWD, final, unix.RENAME_NOREPLACE); err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return "", fmt.Errorf("%w: session %s: its workspace directory exists", ErrExists, id)
-		}
-		return "", fmt.Errorf("daemon: git workspace: %w", &os.LinkError{Op: "rename", Old: ws, New: final, Err: err})
+	return nil
+}
+
+// full reports whether the filesystem of dir has no block left for an
+// ordinary user (a clone that filled the workspace's disk).
+func full(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Bavail == 0
+}
+
+// emptyDir removes everything in dir, and not dir: a workspace whose
+// disk is mounted there, or whose directory a session holds.
+func emptyDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
 	}
-	ok = true
-	os.RemoveAll(tmp)
-	return final, nil
+	var errs []error
+	for _, e := range ents {
+		errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+	}
+	return errors.Join(errs...)
 }
 
 // uploadPackAs is the upload-pack command (git runs it with sh -c, the
@@ -394,7 +464,7 @@ func gitQuote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
-// runGit runs the host's git with a built environment (see gitWorkspace)
+// runGit runs the host's git with a built environment (see gitClone)
 // and returns its combined output.
 func runGit(ctx context.Context, dir, cfgFile string, args ...string) (string, error) {
 	args = append([]string{
@@ -435,7 +505,8 @@ func runGit(ctx context.Context, dir, cfgFile string, args ...string) (string, e
 }
 
 // giveClone makes a clone's files the sandbox user's, as a fresh
-// workspace is (sandbox.Native hands over only an empty one). The ids
+// workspace is (sandbox.Native hands over only an empty one, and the
+// root of its disk). The ids
 // are those the native driver maps the sandbox's root to: the owner
 // unless root, else sandbox.DefaultUID (the daemon sets no other); a
 // daemon that is not root, or the none driver, runs the shell as itself.

@@ -493,8 +493,11 @@ func copySparse(out, in *os.File, size int64) error {
 // mounted privately and copied to the workspace it names; then the
 // image is removed. An image it could not copy out is kept for the next
 // start. Call it once at startup, before any Create; images
-// of live sandboxes of this driver are left alone.
+// of live sandboxes of this driver are left alone. First, it hands over
+// the repositories the agents of those sandboxes made in their users'
+// directories (see cleanupGuards).
 func (d *Native) Cleanup(ctx context.Context) error {
+	d.cleanupGuards(ctx)
 	if d.opts.DiskDir == "" {
 		return nil
 	}

@@ -81,13 +81,21 @@
 //
 // Ownership, for every repository the sandbox makes: at the top or below,
 // by git init, git clone or by hand, bare, behind a .git file or symlink,
-// at any time in the session. Its files are the sandbox's user's, and a
-// host git (2.35.2 and later) refuses a repository another user owns
-// ("dubious ownership"), root's git included. This holds where that user
-// is the dedicated uid (the daemon's own workspaces, and the pool), for
-// every host user whose git keeps the check (no safe.directory = *).
-// Pinning could not help here: by the time a repository the agent made
-// could be pinned, its control files already say what the agent wrote.
+// at any time in the session. It is not the host user's, and a host git
+// (2.35.2 and later) refuses a repository another user owns ("dubious
+// ownership"), root's git included. Where the sandbox's user is the
+// dedicated uid (the daemon's own workspaces, and the pool), its files
+// are that uid's from the start. In a user's own directory (Spec.Owner,
+// as root), where the agent's files are that user's, the git guard
+// (gitguard_linux.go) watches the workspace's filesystem with fanotify
+// and hands each repository that appears, but those the first shell
+// found, to the dedicated uid (its .git directory, .git file or link, or
+// bare directory changes owner; the user keeps their access through an
+// ACL entry, and git inside trusts it through a system config in the
+// control directory); every shell start, Destroy, and Cleanup after a
+// daemon that died sweep what the watch missed. Pinning could not help
+// here: by the time a repository the agent made could be pinned, its
+// control files already say what the agent wrote.
 //
 // Pins, for every repository already in the workspace when a shell
 // starts, which is what protects a user's own repositories in their own
@@ -106,15 +114,17 @@
 // tracking fail in that repository; use the global config ($HOME is the
 // workspace) or -c.
 //
-// What neither covers: in a user's own directory (Spec.Owner), a
-// repository the agent makes during the session is that user's, and
-// their git trusts it, from the moment it exists; and a host git told to
-// trust every repository (safe.directory = *) trusts one the agent made
-// anywhere. Closing the first needs the sandbox to write as another user
-// than the directory's owner; no mount can make new files one user's and
-// new repositories another's. A walk that stops at maxGitScan entries
-// leaves unpinned, in a later session over the same directory, a
-// repository an earlier session's agent pushed past that many entries.
+// What neither covers: in a user's own directory, a repository the agent
+// makes is that user's from its mkdir or rename until the guard's chown
+// (a read of the event, a handle opened, a chown: well under a
+// millisecond on an idle host, unbounded under load the agent or the host
+// makes), or, where fanotify cannot watch, until the next shell start or
+// Destroy; rootless, the sandbox is the daemon's user in every workspace
+// and nothing is handed over; and a host git told to trust every
+// repository (safe.directory = *) trusts one the agent made anywhere. A
+// walk that stops at maxGitScan entries leaves unpinned, in a later
+// session over the same directory, a repository an earlier session's
+// agent pushed past that many entries.
 //
 // # Limits
 //

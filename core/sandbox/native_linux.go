@@ -162,9 +162,11 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
 	s.diskBy = s.makeDisk(ctx, fresh)
+	s.startGuard(ctx, fresh)
 	if d.opts.Cgroups != nil {
 		g, err := d.opts.Cgroups(spec.ID, spec.Limits)
 		if err != nil {
+			s.stopGuard()
 			s.releaseDisk()
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("sandbox %s: cgroup: %w", spec.ID, err)
@@ -493,8 +495,9 @@ type nativeSandbox struct {
 	cfg      initConfig
 	group    Group
 	enforced []Enforced
-	disk     *disk  // the workspace's own filesystem, if it has one
-	diskBy   string // how Limits.DiskBytes is enforced
+	disk     *disk     // the workspace's own filesystem, if it has one
+	diskBy   string    // how Limits.DiskBytes is enforced
+	guard    *gitGuard // in a workspace of its user's: see gitguard_linux.go
 
 	mu         sync.Mutex
 	reposKnown bool    // cfg.Repos holds what the first init found
@@ -827,6 +830,9 @@ const standardPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 func (s *nativeSandbox) shellEnv(env []string) []string {
 	over := []string{"PATH=" + standardPath, "HOME=" + s.spec.Workdir, "HOSTNAME=" + s.spec.Hostname}
+	if s.guard != nil {
+		over = append(over, "GIT_CONFIG_SYSTEM="+filepath.Join(s.ctl, guardGitConfigName))
+	}
 	if s.spec.Network == NetworkProxy {
 		u := "http://" + ProxyAddr
 		over = append(over, "HTTP_PROXY="+u, "HTTPS_PROXY="+u, "http_proxy="+u, "https_proxy="+u,
@@ -920,13 +926,21 @@ func (s *nativeSandbox) Started(pid int) error {
 		s.d.opts.Logger.Warn("sandbox init", "sandbox", s.spec.ID, "note", m.Note)
 	}
 	s.mu.Lock()
-	if !s.reposKnown {
+	first := !s.reposKnown
+	if first {
 		// The first shell's init looked before the agent could run
 		// anything: what it found are the workspace's own repositories,
 		// which every later init pins, wherever its own walk stops.
 		s.cfg.Repos, s.reposKnown = m.Repos, true
 	}
 	s.mu.Unlock()
+	if s.guard != nil {
+		if first {
+			s.guard.arm(m.Repos) // the user's own; the rest are the agent's
+		} else {
+			s.guard.sweep(m.Repos) // what a watch could have missed
+		}
+	}
 	if s.group != nil && !l.prepared {
 		if err := s.group.AddV2(pid); err != nil {
 			return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
@@ -1054,6 +1068,9 @@ func (s *nativeSandbox) destroy(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("cgroup destroy: %w", err))
 		}
 	}
+	// Every repository the agent made is handed over, once nothing in
+	// the sandbox can make another: the watch's last events, then a walk.
+	s.stopGuard()
 	// Only once every process that could write the disk is gone: else
 	// it stays mounted, for the next daemon's Cleanup.
 	if gone {

@@ -25,8 +25,10 @@ import (
 var version = "dev"
 
 func main() {
-	// The sandbox's init is this binary re-executed (runc's pattern): it
-	// must take over before anything else runs.
+	// The sandbox's init is this binary re-executed (runc's pattern)
+	// where harnessd carries no init program of its own for this
+	// architecture (core/sandbox/initbin): it must take over before
+	// anything else runs.
 	if len(os.Args) > 1 && os.Args[1] == sandbox.InitCommand {
 		sandbox.InitMain()
 	}

@@ -9,8 +9,12 @@
 //
 // Create makes the sandbox's directories (and, with NativeOptions.Cgroups,
 // its control group; with Limits.DiskBytes, the workspace's filesystem). Prepare rewrites the terminal's bash command into
-// `harnessd sandbox-init` (InitMain; cmd/harnessd dispatches it before
-// anything else, as runc does `runc init`) started in new user, mount, pid,
+// the sandbox's init (InitMain): by default the small static program
+// harnessd carries (package initbin, built from cmd/sandbox-init), run from
+// a sealed memfd, so that a sandbox's start does not pay for initialising
+// the daemon's packages; where none is carried for the architecture,
+// `harnessd sandbox-init` (cmd/harnessd dispatches it before anything
+// else, as runc does `runc init`); started in new user, mount, pid,
 // network, uts, ipc and cgroup namespaces, with bash's command in a JSON
 // configuration on a socket passed in ExtraFiles. The init is born in the
 // group's cgroup v2 directory; first of all its main thread joins the v1

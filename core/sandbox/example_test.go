@@ -10,8 +10,10 @@ import (
 	"github.com/harnessd/harnessd/core/terminal"
 )
 
-// A terminal whose bash runs in a native sandbox. cmd/harnessd must call
-// sandbox.InitMain when os.Args[1] is sandbox.InitCommand.
+// A terminal whose bash runs in a native sandbox. Its init is the program
+// harnessd carries (package initbin); on an architecture without one, the
+// running binary, whose main must call sandbox.InitMain when os.Args[1] is
+// sandbox.InitCommand.
 func Example() {
 	ctx := context.Background()
 	d, err := sandbox.NewNative(nil)

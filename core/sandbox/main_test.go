@@ -45,6 +45,11 @@ func newDriver(t testing.TB, opts NativeOptions) *Native {
 	if opts.StateDir == "" {
 		opts.StateDir = stateDir(t)
 	}
+	if opts.Exe == "" {
+		// This test binary's init (TestMain), built from the sources
+		// under test; TestCarriedInit runs the program harnessd carries.
+		opts.Exe = "/proc/self/exe"
+	}
 	d, err := NewNative(&opts)
 	if err != nil {
 		t.Fatalf("NewNative: %v", err)

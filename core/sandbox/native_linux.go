@@ -27,7 +27,8 @@ import (
 // read-only host directories, no capabilities and a seccomp filter.
 type Native struct {
 	opts    NativeOptions
-	procSys string // /proc/sys; tests point it elsewhere to simulate a host without user namespaces
+	initExe *os.File // the carried init program (carriedInit), or nil: opts.Exe
+	procSys string   // /proc/sys; tests point it elsewhere to simulate a host without user namespaces
 
 	hideMu sync.Mutex
 	hide   map[string]hideEntry
@@ -52,11 +53,26 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Exe == "" {
-		o.Exe = "/proc/self/exe"
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
-	if _, err := os.Stat(o.Exe); err != nil {
-		return nil, fmt.Errorf("sandbox init binary: %w", err)
+	var initExe *os.File
+	if o.Exe == "" {
+		f, err := carriedInit()
+		switch {
+		case err != nil:
+			o.Logger.Warn("sandbox init: the carried init program is unusable; re-executing this binary instead, which makes every sandbox's start slower", "err", err)
+		case f != nil:
+			initExe = f
+		}
+		if initExe == nil {
+			o.Exe = "/proc/self/exe"
+		}
+	}
+	if initExe == nil {
+		if _, err := os.Stat(o.Exe); err != nil {
+			return nil, fmt.Errorf("sandbox init binary: %w", err)
+		}
 	}
 	if o.StateDir == "" {
 		o.StateDir = defaultStateDir()
@@ -64,10 +80,7 @@ func NewNative(opts *NativeOptions) (*Native, error) {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 10 * time.Second
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return &Native{opts: o, procSys: "/proc/sys", hide: map[string]hideEntry{}, disks: map[string]bool{}}, nil
+	return &Native{opts: o, initExe: initExe, procSys: "/proc/sys", hide: map[string]hideEntry{}, disks: map[string]bool{}}, nil
 }
 
 func defaultStateDir() string {
@@ -788,13 +801,20 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 		return fmt.Errorf("send sandbox config: %w", err)
 	}
 
-	cmd.Path = s.d.opts.Exe
 	cmd.Args = []string{"harnessd", InitCommand}
 	cmd.Dir = ""
 	// One P, and no runtime watching the cgroup's CPU limit: it would hold
 	// cgroup files of the daemon's mounts open in the init for nothing.
 	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1", "GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
 	cmd.ExtraFiles = append([]*os.File{l.child}, join...) // fd 3, then the sources from initSourceFD, then the cgroup files
+	cmd.Path = s.d.opts.Exe
+	if s.d.initExe != nil {
+		// The carried program, last: executed through the child's own
+		// descriptor (its number there is known, the daemon's is not),
+		// which the init leaves to close at the shell's exec (close_range).
+		cmd.Path = fdPath(3 + len(cmd.ExtraFiles))
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.d.initExe)
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "015ea04cbdf2c1c73d4d3e69f6673bbfe991ffccb3e9661b9c984b8024249576",
-	"arm64": "cf0ed28e04af76174ee2df033c0c146c02155baacfdcdf5dbf5ca94ba8197315",
+	"amd64": "c480f8057eb0bfcc03c1360888144d62641ce35fe2e17fa795be6bde3a6ed3a7",
+	"arm64": "472bc689247072934bd1eec9a1bf7679274884287afa114aad1a367fc2e51a89",
 }

@@ -27,6 +27,8 @@ import (
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
 	"github.com/harnessd/harnessd/core/event"
+	"github.com/harnessd/harnessd/core/files"
+	"github.com/harnessd/harnessd/core/python"
 	"github.com/harnessd/harnessd/store"
 )
 
@@ -55,7 +57,11 @@ type act struct {
 	title   string
 	replies []daemon.Reply               // model replies, in order (a malformed one, then its fix)
 	want    string                       // what the act shows, printed when it holds
-	ok      func(o event.CmdOutput) bool // whether it holds
+	ok      func(o event.CmdOutput) bool // whether it holds, for a command
+	// okFile and okPython are ok for an act whose reply is a file edit
+	// or a Python cell.
+	okFile   func(r files.Result) bool
+	okPython func(r python.Result) bool
 	// vetoed, if set, must hold of a hook_veto the act's replies got.
 	vetoed func(v event.HookVeto) bool
 }
@@ -173,9 +179,36 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 			},
 		},
 	}
+	tool := func(name, args string) daemon.Reply { return daemon.Reply{Tool: name, Arguments: []byte(args)} }
+	acts = append(acts,
+		act{
+			title:   "Act 9 · a file written with OpenHands' str_replace_editor, inside the sandbox",
+			replies: []daemon.Reply{tool("str_replace_editor", `{"command": "create", "path": "calc.py", "file_text": "def add(a, b):\n    return a - b\n"}`)},
+			want:    "calc.py created in the shell's directory, shown with line numbers",
+			okFile: func(r files.Result) bool {
+				return r.OK && strings.HasSuffix(r.Path, "/project/calc.py") && strings.Contains(r.Output, "2\t    return a - b")
+			},
+		},
+		act{
+			title:   "Act 10 · the bug fixed by a str_replace, recorded with its diff",
+			replies: []daemon.Reply{tool("str_replace_editor", `{"command": "str_replace", "path": "calc.py", "old_str": "return a - b", "new_str": "return a + b"}`)},
+			want:    "exactly one match replaced; the diff is in the event",
+			okFile: func(r files.Result) bool {
+				return r.OK && strings.Contains(r.Diff, "-    return a - b") && strings.Contains(r.Diff, "+    return a + b")
+			},
+		},
+		act{
+			title:   "Act 11 · the fix checked in the session's persistent Python (execute_ipython_cell)",
+			replies: []daemon.Reply{tool("execute_ipython_cell", `{"code": "import calc\nresult = calc.add(2, 3)\nresult"}`)},
+			want:    "the cell imports the edited file and shows 5",
+			okPython: func(r python.Result) bool {
+				return r.ExitCode == 0 && strings.TrimSpace(r.Output) == "5"
+			},
+		},
+	)
 	if cfg.Sandbox.Driver == config.DriverNative {
 		acts = append(acts, act{
-			title: "Act 9 · the sandbox: secrets unreadable, system read-only, no network, host untouched",
+			title: "Act 12 · the sandbox: secrets unreadable, system read-only, no network, host untouched",
 			replies: []daemon.Reply{text("```bash\n" +
 				"test -r /etc/shadow && echo shadow-read || echo shadow-denied\n" +
 				"touch /usr/harnessd-was-here 2>/dev/null && echo usr-written || echo usr-read-only\n" +
@@ -285,8 +318,22 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 			if act >= 0 && acts[act].vetoed != nil && acts[act].vetoed(v) {
 				vetoed[act] = true
 			}
-		case event.CmdOutput:
+		case files.Result, python.Result:
 			if act < 0 || ran[act] {
+				return
+			}
+			ran[act] = true
+			a := acts[act]
+			fr, isFile := v.(files.Result)
+			pr, isPy := v.(python.Result)
+			if (isFile && a.okFile != nil && a.okFile(fr)) || (isPy && a.okPython != nil && a.okPython(pr)) {
+				p.f("  ✓ %s\n", a.want)
+			} else {
+				p.f("  ✗ expected %s\n", a.want)
+				failed = append(failed, a.title)
+			}
+		case event.CmdOutput:
+			if act < 0 || ran[act] || acts[act].ok == nil {
 				return
 			}
 			ran[act] = true
@@ -511,6 +558,22 @@ func (p *printer) event(e event.Event) {
 		p.f("%s sandbox=%s %s\n", head, pl.SandboxID, pl.Reason)
 	case event.NetConnect:
 		p.f("%s %s %s:%d allowed=%v %s\n", head, pl.Method, pl.Host, pl.Port, pl.Allowed, pl.Reason)
+	case files.Create:
+		p.f("%s %s (%d bytes)\n", head, pl.Path, len(pl.Content))
+	case files.StrReplace:
+		p.f("%s %s: %q -> %q\n", head, pl.Path, oneLine(pl.Old, 40), oneLine(pl.New, 40))
+	case files.Result:
+		p.f("%s (answers #%d) ok=%v %s %dms\n", head, e.Cause, pl.OK, pl.Path, pl.DurationMS)
+		shown := pl.Output
+		if pl.Diff != "" && pl.Op != "create" {
+			shown = pl.Diff
+		}
+		p.lines(shown)
+	case python.Run:
+		p.f("%s %s\n", head, oneLine(pl.Code, 90))
+	case python.Result:
+		p.f("%s (answers #%d) exit=%d %s%dms\n", head, e.Cause, pl.ExitCode, map[bool]string{true: "error=" + pl.Error + " ", false: ""}[pl.Error != ""], pl.DurationMS)
+		p.lines(pl.Output)
 	default:
 		p.f("%s\n", head)
 	}
@@ -549,6 +612,20 @@ func (p *printer) cmdOutput(head string, cause uint64, o event.CmdOutput) {
 	}
 	if o.Note != "" {
 		p.f("        note: %s\n", o.Note)
+	}
+}
+
+// lines prints text indented, a line at most 160 runes.
+func (p *printer) lines(text string) {
+	text = strings.TrimSuffix(text, "\n")
+	if text == "" {
+		return
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if r := []rune(l); len(r) > 160 {
+			l = string(r[:160]) + "…"
+		}
+		p.f("        | %s\n", l)
 	}
 }
 

@@ -14,7 +14,7 @@ func TestDemo(t *testing.T) {
 	if err := Run(context.Background(), &out, Options{Dir: t.TempDir()}); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"all 9 acts passed", "driver=native", "shadow-denied", "hook_veto", "identical to the live stream", "invalid_action", "sandbox_stopped"} {
+	for _, want := range []string{"all 12 acts passed", "driver=native", "file_str_replace", "python_result", "shadow-denied", "hook_veto", "identical to the live stream", "invalid_action", "sandbox_stopped"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("transcript lacks %q:\n%s", want, out.String())
 		}

@@ -4,11 +4,11 @@
 # with the cell's terminal (a PTY) as stdin, stdout and stderr, and the
 # control socket as fd 3. Frames on fd 3 either way are a 4-byte
 # big-endian length and that much JSON. The daemon sends
-#   {"op": "run", "id": N, "code": "..."}   run a cell
+#   {"op": "run", "id": N, "token": "...", "code": "..."}   run a cell
 #   {"op": "fence", "nonce": "..."}         write ESC ] 7779 ; nonce BEL to the terminal
 # and the driver answers
 #   {"ready": true, "ipython": bool, "version": "3.11.2"}   once, at start
-#   {"id": N, "error": "ZeroDivisionError"}                 a cell is over ("" if it succeeded)
+#   {"id": N, "token": "...", "error": "ZeroDivisionError"} a cell is over ("" if it succeeded)
 # What a cell prints goes to the terminal only; that a cell is over is
 # said on fd 3 only, so no output can end or fake one. The fence, asked
 # for after the daemon has the cell's end, marks where the cell's output
@@ -156,8 +156,9 @@ while True:
         m = _recv()
         op = m.get("op")
         if op == "run":
-            err = _run(m.get("code", ""), int(m.get("id", 0)))
-            _send({"id": m.get("id", 0), "error": err})
+            tok = m.pop("token", "")
+            err = _run(m.pop("code", ""), int(m.get("id", 0)))
+            _send({"id": m.get("id", 0), "token": tok, "error": err})
         elif op == "fence":
             os.write(1, b"\x1b]7779;" + m["nonce"].encode() + b"\x07")
     except KeyboardInterrupt:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 	"unicode"
 )
 
@@ -22,6 +23,7 @@ type status struct {
 	IPython bool   `json:"ipython,omitempty"`
 	Version string `json:"version,omitempty"`
 	ID      uint64 `json:"id,omitempty"`
+	Token   string `json:"token,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
 
@@ -31,6 +33,10 @@ type request struct {
 	ID    uint64 `json:"id,omitempty"`
 	Code  string `json:"code,omitempty"`
 	Nonce string `json:"nonce,omitempty"`
+	// Token is the cell's secret, which the driver echoes in its end: a
+	// cell that writes end frames to fd 3 itself does not know it (cell
+	// ids count up; tokens are random).
+	Token string `json:"token,omitempty"`
 }
 
 var errBadFrame = errors.New("bad frame from the Python driver")
@@ -49,12 +55,23 @@ func readStatus(r io.Reader) (status, error) {
 	if n > maxStatusFrame {
 		return st, fmt.Errorf("%w: %d bytes, over %d", errBadFrame, n, maxStatusFrame)
 	}
+	if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok {
+		// The rest of a frame whose length came is the driver's next
+		// write, or a cell writing half a frame to fd 3 to stall the
+		// channel: bounded.
+		d.SetReadDeadline(time.Now().Add(frameBodyWait))
+		defer d.SetReadDeadline(time.Time{})
+	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
-		return st, fmt.Errorf("%w: %w", errBadFrame, io.ErrUnexpectedEOF)
+		return st, fmt.Errorf("%w: %d-byte frame cut short: %w", errBadFrame, n, err)
 	}
 	return parseStatus(b)
 }
+
+// frameBodyWait bounds the wait for the rest of a frame once its length
+// has come.
+const frameBodyWait = 2 * time.Second
 
 func parseStatus(b []byte) (status, error) {
 	var st status
@@ -66,6 +83,9 @@ func parseStatus(b []byte) (status, error) {
 	}
 	if !exceptionName(st.Error) {
 		st.Error = "Exception"
+	}
+	if len(st.Token) > 64 {
+		st.Token = ""
 	}
 	if len(st.Version) > 40 {
 		st.Version = st.Version[:40]

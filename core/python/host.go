@@ -68,6 +68,16 @@ func (h *hostProc) Signal(sig syscall.Signal) error {
 	return unix.Kill(-h.cmd.Process.Pid, sig)
 }
 
+// Exited reports whether the interpreter has exited.
+func (h *hostProc) Exited() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close kills the group and waits for the interpreter.
 func (h *hostProc) Close() error {
 	h.once.Do(func() {

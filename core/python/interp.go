@@ -40,6 +40,9 @@ type Process interface {
 	// Close kills the process group, if anything is left of it, and
 	// releases the process. Safe to call more than once.
 	Close() error
+	// Exited reports whether the interpreter itself has exited (a
+	// process it forked may still hold its terminal and fd 3).
+	Exited() bool
 }
 
 // Starter starts cmd with tty (a PTY's slave) as its stdin, stdout,
@@ -146,6 +149,7 @@ type proc struct {
 // cell is one running cell.
 type cell struct {
 	id       uint64
+	token    string // random, echoed by the driver in the cell's end
 	begin    time.Time
 	done     bool
 	err      string
@@ -277,7 +281,9 @@ func (i *Interp) Run(ctx context.Context, r Run, w io.Writer) (Outcome, error) {
 	_ = unix.IoctlSetInt(int(p.master.Fd()), unix.TCFLSH, unix.TCIFLUSH)
 	i.mu.Lock()
 	i.cells++
-	c = &cell{id: i.cells, begin: time.Now()}
+	var tb [12]byte
+	_, _ = rand.Read(tb[:])
+	c = &cell{id: i.cells, token: hex.EncodeToString(tb[:]), begin: time.Now()}
 	p.cell = c
 	hard := i.opts.HardTimeout
 	if d := terminal.Timeout(r.TimeoutS); d > 0 {
@@ -285,7 +291,7 @@ func (i *Interp) Run(ctx context.Context, r Run, w io.Writer) (Outcome, error) {
 	}
 	c.hard = time.AfterFunc(hard, func() { i.expire(p, c) })
 	i.mu.Unlock()
-	if err := writeRequest(p.ctl, request{Op: "run", ID: c.id, Code: r.Code}); err != nil {
+	if err := writeRequest(p.ctl, request{Op: "run", ID: c.id, Token: c.token, Code: r.Code}); err != nil {
 		i.kill(p, "its control channel failed: "+err.Error())
 	}
 	return i.wait(ctx, p, c, cw, begin, out, false, false)
@@ -322,9 +328,10 @@ func (i *Interp) start(ctx context.Context) (*proc, error) {
 	}
 	p := &proc{ps: ps, master: master, ctl: fc.(*net.UnixConn), chunks: make(chan []byte, 64),
 		notify: make(chan struct{}, 1), gone: make(chan struct{}), ready: make(chan status, 1)}
-	p.wg.Add(2)
+	p.wg.Add(3)
 	go p.readPTY()
 	go i.readStatus(p)
+	go p.watchExit()
 	t := time.NewTimer(i.opts.StartWait)
 	defer t.Stop()
 	select {
@@ -445,7 +452,7 @@ func (i *Interp) readStatus(p *proc) {
 			continue
 		}
 		i.mu.Lock()
-		if c := p.cell; c != nil && c.id == st.ID && !c.done {
+		if c := p.cell; c != nil && c.id == st.ID && c.token == st.Token && !c.done {
 			c.done, c.err = true, st.Error
 			c.hard.Stop()
 		}
@@ -456,6 +463,30 @@ func (i *Interp) readStatus(p *proc) {
 		}
 	}
 }
+
+// watchExit ends the status channel once the interpreter has exited:
+// its end is the channel's end, even while a process it forked (a
+// daemon of a cell's, say) keeps fd 3 open. Frames already sent are
+// read first; the deadline only ends the wait for more.
+func (p *proc) watchExit() {
+	defer p.wg.Done()
+	t := time.NewTicker(exitPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.gone:
+			return
+		case <-t.C:
+			if p.ps.Exited() {
+				// Again at every tick: a frame's read may clear it.
+				p.ctl.SetReadDeadline(time.Now().Add(exitPoll))
+			}
+		}
+	}
+}
+
+// exitPoll is how often watchExit looks.
+const exitPoll = 200 * time.Millisecond
 
 func (p *proc) dead() bool {
 	select {

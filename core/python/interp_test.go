@@ -230,3 +230,63 @@ func TestNoPython(t *testing.T) {
 		t.Fatalf("%+v", out)
 	}
 }
+
+// Found by the red team: a cell writing end frames to fd 3 itself (with
+// every id it could guess) does not end; its later output stays its own.
+func TestForgedEndFramesOnFD3(t *testing.T) {
+	i := newInterp(t, true)
+	code := `import os, json, struct, time
+for n in range(1, 50):
+    b = json.dumps({"id": n, "error": "Forged"}).encode()
+    os.write(3, struct.pack(">I", len(b)) + b)
+print("forged")
+time.sleep(1)
+print("late output of the same cell")`
+	out, text := run(t, i, Run{Code: code})
+	if out.ExitCode != 0 || out.Error != "" || !strings.Contains(text, "late output of the same cell") {
+		t.Fatalf("a cell forging its end: %+v %q", out, text)
+	}
+	if _, text := run(t, i, Run{Code: "print('next')"}); strings.TrimSpace(text) != "next" {
+		t.Errorf("the next cell: %q", text)
+	}
+}
+
+// Found by the red team: a cell that forks a daemon (which keeps the
+// terminal and fd 3) and exits is reported as Python gone, not as
+// running forever; the next cell gets a fresh Python.
+func TestExitWithDaemonChild(t *testing.T) {
+	i := newInterp(t, true)
+	run(t, i, Run{Code: "x = 1"})
+	code := `import os, time
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(30)
+    os._exit(0)
+os._exit(3)`
+	out, _ := run(t, i, Run{Code: code})
+	if out.ExitCode != 1 || !out.StateLost || out.Error != "PythonExited" {
+		t.Fatalf("exit with a daemon child holding fd 3: %+v", out)
+	}
+	out, text := run(t, i, Run{Code: "print('x' in dir())"})
+	if out.ExitCode != 0 || strings.TrimSpace(text) != "False" {
+		t.Errorf("the next cell: %+v %q", out, text)
+	}
+}
+
+// Found by the red team: half a frame on fd 3 does not stall the session
+// until the hard timeout: the driver is killed as one that broke the
+// framing, and the next cell runs.
+func TestHalfFrameOnFD3(t *testing.T) {
+	i := newInterp(t, true)
+	start := time.Now()
+	out, _ := run(t, i, Run{Code: "import os, struct, time\nos.write(3, struct.pack('>I', 60000) + b'{')\ntime.sleep(20)"})
+	if out.ExitCode != 1 || !out.StateLost || !strings.Contains(out.Note, "frame") {
+		t.Fatalf("half a frame: %+v", out)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %s", d)
+	}
+	if out, text := run(t, i, Run{Code: "print(2 + 2)"}); out.ExitCode != 0 || strings.TrimSpace(text) != "4" {
+		t.Errorf("the next cell: %+v %q", out, text)
+	}
+}

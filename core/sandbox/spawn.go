@@ -23,6 +23,8 @@ type Spawned interface {
 	Signal(sig syscall.Signal) error
 	// Close kills the group if the process still runs, and releases it.
 	Close() error
+	// Exited reports whether the process itself has exited.
+	Exited() bool
 }
 
 // Spawner is a sandbox that starts more processes than its shell, each

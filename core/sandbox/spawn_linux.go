@@ -343,6 +343,13 @@ func (p *spawned) Signal(sig syscall.Signal) error {
 	return nil
 }
 
+// Exited reports whether the process has exited (its pidfd is readable).
+func (p *spawned) Exited() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed || exited(p.pidfd, 0)
+}
+
 func (p *spawned) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -33,8 +33,10 @@
 //
 // # Caveats
 //
-// The socket is the interpreter's own fd 3: code in a cell that means
-// to (os.write(3, ...)) can write frames on it, and so lie about its own
-// cell's end; output cannot. The driver's frames are parsed as
+// The socket is the interpreter's own fd 3: code in a cell can write
+// frames on it. An end counts only with the cell's random token, so
+// writing end frames blindly ends nothing; code that digs the token out
+// of the driver's own frames can lie about its own cell's end, never
+// about another's. Output cannot. The driver's frames are parsed as
 // untrusted (FuzzStatusFrame).
 package python

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -75,28 +76,95 @@ func (c *lineConn) read(r io.Reader) {
 	}
 }
 
-// readLine reads one line of at most MaxLine bytes; of a longer one it
-// returns a marker that parses as no message.
+// readLine reads one line of at most MaxLine bytes. Of a longer one it
+// returns tooLong, then the line's first and last bytes, where its id may
+// be (tooLongID), so that the client's call gets its error.
 func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
+	var line, tail []byte
+	over := false
 	for {
 		frag, err := br.ReadSlice('\n')
-		if len(line)+len(frag) <= MaxLine {
+		switch {
+		case over:
+			tail = append(tail, frag...)
+			if len(tail) > 2*idTail {
+				tail = append(tail[:0], tail[len(tail)-idTail:]...)
+			}
+		case len(line)+len(frag) <= MaxLine:
 			line = append(line, frag...)
-		} else if line != nil {
-			line = line[:0]
-			line = append(line, tooLong...)
-		} else {
-			line = append([]byte(nil), tooLong...)
+		default:
+			over = true
+			head := append(line, frag...)
+			tail = append(tail, head[max(0, len(head)-idTail):]...)
+			line = append(append([]byte(nil), tooLong...), head[:min(len(head), idHead)]...)
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
+		}
+		if over {
+			line = append(append(line, 0), tail[max(0, len(tail)-idTail):]...)
+			return line, err
 		}
 		return bytes.TrimSpace(line), err
 	}
 }
 
 var tooLong = []byte("\x00line too long")
+
+// How much of a too long line's start and end is kept to find its id.
+const (
+	idHead = 4 << 10
+	idTail = 256
+)
+
+// tooLongID finds the id of a message too long to read from what was
+// kept of it (tooLong, its head, NUL, its tail): a top-level "id" before
+// the head ends, or "id" as the last member (where JSON.stringify puts
+// it when the message is built as {...request, jsonrpc, id}); nil if
+// neither is there.
+func tooLongID(kept []byte) json.RawMessage {
+	kept = kept[len(tooLong):]
+	head, tail, _ := bytes.Cut(kept, []byte{0})
+	dec := json.NewDecoder(bytes.NewReader(head))
+	dec.UseNumber()
+	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				break
+			}
+			if k == "id" {
+				var id json.RawMessage
+				if dec.Decode(&id) == nil && validID(id) {
+					return id
+				}
+				break
+			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				break
+			}
+		}
+	}
+	if m := lastID.FindSubmatch(tail); m != nil && validID(m[1]) {
+		return json.RawMessage(m[1])
+	}
+	return nil
+}
+
+// lastID is an "id" member that ends an object.
+var lastID = regexp.MustCompile(`[{,]\s*"id"\s*:\s*(-?[0-9]{1,19}|"(?:[^"\\\x00-\x1f]){0,200}")\s*}\s*$`)
+
+// validID reports whether raw is an id JSON-RPC allows (a number or a
+// string).
+func validID(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil || v == nil {
+		return false
+	}
+	_, err := jsonrpc.MakeID(v)
+	return err == nil
+}
 
 // Read implements sdk.Connection.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -217,8 +285,8 @@ func ParseLine(line []byte) (jsonrpc.Message, []byte) {
 	if err == nil && msg != nil {
 		return msg, nil
 	}
-	if bytes.Equal(line, tooLong) {
-		return nil, errorReply(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message over %d bytes; skipped", MaxLine))
+	if bytes.HasPrefix(line, tooLong) {
+		return nil, errorReply(tooLongID(line), jsonrpc.CodeInvalidRequest, fmt.Sprintf("message over %d bytes; skipped (put large files in the workspace and pass their paths)", MaxLine))
 	}
 	// Valid JSON with an id is an invalid request the client can match
 	// to its call; anything else is a parse error (id null).

@@ -19,7 +19,7 @@ func newInterp(t *testing.T, plain bool, adjust ...func(*Options)) *Interp {
 	}
 	o := Options{Start: HostStarter, Plain: plain, Dir: t.TempDir(),
 		Env:         []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "IPYTHONDIR=" + t.TempDir()},
-		SoftTimeout: 3 * time.Second, KillGrace: 500 * time.Millisecond, MaxWait: 20 * time.Second}
+		SoftTimeout: 3 * time.Second, KillGrace: 3 * time.Second, MaxWait: 20 * time.Second}
 	for _, f := range adjust {
 		f(&o)
 	}

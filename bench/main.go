@@ -8,6 +8,7 @@
 //	go run ./bench -quick           # small sizes, a smoke run for CI (< 30 s)
 //	go run ./bench -json            # the same report as JSON
 //	go run ./bench -only roundtrip,tmux -n 5000
+//	go run ./bench -only stream -cpuprofile /tmp/cpu.prof   # then go tool pprof
 //
 // The sections, by -only name:
 //
@@ -89,6 +90,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -126,6 +128,10 @@ type options struct {
 	// driver is the [sandbox] driver of the sessions section's daemon:
 	// config.DriverNone, config.DriverNative, or "" for both.
 	driver string
+
+	// cpuProfile, if set, is where a CPU profile of this process over
+	// the whole run goes (go tool pprof): where a gap to a floor is.
+	cpuProfile string
 }
 
 // section is one part of the report, run by name.
@@ -164,6 +170,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 2
 	}
+	if opts.cpuProfile != "" {
+		f, err := os.Create(opts.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep, runErr := collect(ctx, opts, stderr)
 	var werr error
 	if opts.json {
@@ -187,6 +206,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&opts.quick, "quick", false, "small sizes, for a smoke run in CI")
 	fs.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	fs.StringVar(&only, "only", "", "comma-separated sections to run: "+sectionNames())
+	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of this process over the run to this file (go tool pprof)")
 	fs.StringVar(&opts.driver, "driver", "", "[sandbox] driver of the sessions section's daemon: native or none (default both: none at 100 and 1,000 sessions, native at 100)")
 	if err := fs.Parse(args); err != nil {
 		return opts, err

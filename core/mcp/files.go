@@ -144,10 +144,7 @@ func fileTool[In any](s *Server, action func(In) (string, event.Payload)) sdk.To
 		switch p := obs.Payload.(type) {
 		case files.Result:
 			out := File{Session: id, OK: p.OK, Path: p.Path, Output: p.Output, Diff: p.Diff, Seq: obs.Seq}
-			if t := p.Trimmed; t != nil && t.OutputID != "" {
-				out.OutputID, out.LinesTotal, out.LinesOmitted = t.OutputID, t.LinesTotal, t.LinesOmitted
-				out.Paging = fmt.Sprintf("%d of %d lines were left out; read them with output_read {\"output_id\": %q, \"from_line\": N, \"to_line\": M}, or file_view with from_line and to_line", t.LinesOmitted, t.LinesTotal, t.OutputID)
-			}
+			out.OutputID, out.LinesTotal, out.LinesOmitted, out.Paging = paging(p.Trimmed, "file_view with from_line and to_line")
 			res := text(out.Output)
 			// A failed edit is the model's to correct (widen old, create
 			// the file first): a tool error with the explanation.

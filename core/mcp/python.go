@@ -83,10 +83,7 @@ func (s *Server) pythonRun(ctx context.Context, req *sdk.CallToolRequest, in Pyt
 	case python.Result:
 		out := Python{Session: id, ExitCode: p.ExitCode, StillRunning: p.ExitCode == -1, Output: p.Output, Error: p.Error, StateLost: p.StateLost,
 			TimedOut: p.TimedOut, DurationMS: p.DurationMS, Note: p.Note, Seq: obs.Seq}
-		if t := p.Trimmed; t != nil && t.OutputID != "" {
-			out.OutputID, out.LinesTotal, out.LinesOmitted = t.OutputID, t.LinesTotal, t.LinesOmitted
-			out.Paging = fmt.Sprintf("%d of %d lines were left out; read them with output_read {\"output_id\": %q, \"from_line\": N, \"to_line\": M}", t.LinesOmitted, t.LinesTotal, t.OutputID)
-		}
+		out.OutputID, out.LinesTotal, out.LinesOmitted, out.Paging = paging(p.Trimmed, "")
 		return text(pythonText(out)), out, nil
 	case event.HookVeto:
 		return nil, Python{}, fmt.Errorf("refused by harnessd policy %s: %s. The code did not run; change it, or ask the user to allow it", p.Hook, p.Reason)

@@ -358,11 +358,22 @@ func (s *Server) progress(ctx context.Context, req *sdk.CallToolRequest) (stop f
 func execOf(id string, seq uint64, p event.CmdOutput) Exec {
 	out := Exec{Session: id, ExitCode: p.ExitCode, StillRunning: p.ExitCode == -1, Cwd: p.Cwd, Output: p.Output,
 		TimedOut: p.TimedOut, DurationMS: p.DurationMS, Note: p.Note, Seq: seq}
-	if t := p.Trimmed; t != nil && t.OutputID != "" {
-		out.OutputID, out.LinesTotal, out.LinesOmitted = t.OutputID, t.LinesTotal, t.LinesOmitted
-		out.Paging = fmt.Sprintf("%d of %d lines were left out; read them with output_read {\"output_id\": %q, \"from_line\": N, \"to_line\": M}", t.LinesOmitted, t.LinesTotal, t.OutputID)
-	}
+	out.OutputID, out.LinesTotal, out.LinesOmitted, out.Paging = paging(p.Trimmed, "")
 	return out
+}
+
+// paging says how to read what a trimmed output left out (all zero if it
+// was not trimmed, or its full output was not kept); also, if not "",
+// names another way.
+func paging(t *event.Trimmed, also string) (id string, total, omitted int, how string) {
+	if t == nil || t.OutputID == "" {
+		return "", 0, 0, ""
+	}
+	how = fmt.Sprintf("%d of %d lines were left out; read them with output_read {\"output_id\": %q, \"from_line\": N, \"to_line\": M}", t.LinesOmitted, t.LinesTotal, t.OutputID)
+	if also != "" {
+		how += ", or " + also
+	}
+	return t.OutputID, t.LinesTotal, t.LinesOmitted, how
 }
 
 // execText is what a model reads: the output, then one line of facts.

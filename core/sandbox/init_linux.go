@@ -187,11 +187,26 @@ func loopbackUp() error {
 }
 
 // lockdown drops every capability of the calling thread (the one that will
-// fork the shell) for good, then installs the seccomp filter on every
-// thread. The securebits make sure an exec as uid 0 (the shell is uid 0
-// of its user namespace) never regains capabilities, and the empty
-// bounding set makes sure no file capability or setuid bit can grant one.
+// fork the shell) for good (dropThread), then installs the seccomp filter
+// on every thread.
 func lockdown() error {
+	if err := dropThread(); err != nil {
+		return err
+	}
+	if err := seccomp.Install(); err != nil {
+		return initErr("seccomp", "", err)
+	}
+	return nil
+}
+
+// dropThread drops every capability of the calling thread for good. The
+// securebits make sure an exec as uid 0 (the shell is uid 0 of its user
+// namespace) never regains capabilities, and the empty bounding set makes
+// sure no file capability or setuid bit can grant one. The shell's
+// thread (lockdown) and the thread that starts a session's other
+// processes (spawnLocked) both go through it. Without CAP_SETPCAP it
+// fails, and nothing is started.
+func dropThread() error {
 	// linux/securebits.h; x/sys/unix does not carry them.
 	const (
 		noRoot                = 1 << 0
@@ -222,9 +237,6 @@ func lockdown() error {
 	var data [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return initErr("capset", "", err)
-	}
-	if err := seccomp.Install(); err != nil {
-		return initErr("seccomp", "", err)
 	}
 	return nil
 }

@@ -228,35 +228,6 @@ func spawnLocked(sp *spawnRequest, tty, ctl int, cgroups []int) (int, int, error
 	return pid, pidfd, nil
 }
 
-// dropThread does lockdown's drops on the calling thread: securebits
-// (an exec as uid 0 never regains capabilities), an empty bounding set,
-// no ambient capabilities, none at all. Without CAP_SETPCAP it fails,
-// and nothing is started.
-func dropThread() error {
-	const bits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7 // as lockdown's
-	if err := unix.Prctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0); err != nil {
-		return initErr("prctl(PR_SET_SECUREBITS)", "", err)
-	}
-	last, err := lastCap()
-	if err != nil {
-		return err
-	}
-	for c := 0; c <= last; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
-			return initErr("prctl(PR_CAPBSET_DROP)", strconv.Itoa(c), err)
-		}
-	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return initErr("prctl(PR_CAP_AMBIENT_CLEAR_ALL)", "", err)
-	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return initErr("capset", "", err)
-	}
-	return nil
-}
-
 // Spawn starts a process beside the shell, by the running shell's init
 // (see Spawner). A shell rebuild starts a new init; what the old one
 // started dies with its pid namespace.

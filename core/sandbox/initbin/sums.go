@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "c480f8057eb0bfcc03c1360888144d62641ce35fe2e17fa795be6bde3a6ed3a7",
-	"arm64": "472bc689247072934bd1eec9a1bf7679274884287afa114aad1a367fc2e51a89",
+	"amd64": "b881e5e0b90f0724f878611e39d924d089e33ddfd3ca455cbdcf62e85802083e",
+	"arm64": "30ad88d8f5d5761264caaf1eeb1bc4dc12e6c0d5ce100c70219c47a200a272f0",
 }

@@ -22,18 +22,9 @@ const filesLines = 10000
 // session (the shell forks sed, which rewrites the file), taking turns
 // so that load lands on both.
 func (b *bench) files(ctx context.Context, s *Section) error {
-	dir, err := os.MkdirTemp(b.tmp, "files-")
+	d, driver, err := b.actionDaemon(ctx, s, "files-", "in the daemon's process")
 	if err != nil {
 		return err
-	}
-	driver := config.DriverNative
-	d, err := startFilesDaemon(ctx, dir, driver)
-	if err != nil {
-		s.Notes = append(s.Notes, fmt.Sprintf("no native sandbox here (%v): measured with the driver none, in the daemon's process", err))
-		driver = config.DriverNone
-		if d, err = startFilesDaemon(ctx, filepath.Join(dir, "none"), driver); err != nil {
-			return err
-		}
 	}
 	defer d.stop()
 	var body strings.Builder
@@ -98,6 +89,23 @@ func (b *bench) files(ctx context.Context, s *Section) error {
 
 // startFilesDaemon serves a daemon in this process with the given
 // sandbox driver (no warm pool) and one session.
+// actionDaemon starts the daemon an action's section measures: with the
+// native sandbox where this host can make one, else with the driver
+// none, which the notes say, with where the action is then done.
+func (b *bench) actionDaemon(ctx context.Context, s *Section, name, where string) (*inProcess, string, error) {
+	dir, err := os.MkdirTemp(b.tmp, name)
+	if err != nil {
+		return nil, "", err
+	}
+	d, err := startFilesDaemon(ctx, dir, config.DriverNative)
+	if err == nil {
+		return d, config.DriverNative, nil
+	}
+	s.Notes = append(s.Notes, fmt.Sprintf("no native sandbox here (%v): measured with the driver none, %s", err, where))
+	d, err = startFilesDaemon(ctx, filepath.Join(dir, "none"), config.DriverNone)
+	return d, config.DriverNone, err
+}
+
 func startFilesDaemon(ctx context.Context, dir, driver string) (*inProcess, error) {
 	p, err := startDaemon(ctx, dir, func(c *config.Config) {
 		c.Sandbox.Driver = driver

@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/python"
 )
@@ -20,18 +17,9 @@ import (
 // taking turns so that load lands on both. The first cell, which starts
 // Python, is reported apart.
 func (b *bench) python(ctx context.Context, s *Section) error {
-	dir, err := os.MkdirTemp(b.tmp, "python-")
+	d, driver, err := b.actionDaemon(ctx, s, "python-", "on the host")
 	if err != nil {
 		return err
-	}
-	driver := config.DriverNative
-	d, err := startFilesDaemon(ctx, dir, driver)
-	if err != nil {
-		s.Notes = append(s.Notes, fmt.Sprintf("no native sandbox here (%v): measured with the driver none, on the host", err))
-		driver = config.DriverNone
-		if d, err = startFilesDaemon(ctx, filepath.Join(dir, "none"), driver); err != nil {
-			return err
-		}
 	}
 	defer d.stop()
 	t0 := time.Now()

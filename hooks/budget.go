@@ -47,9 +47,6 @@ var closed = func() chan struct{} {
 // start readies b for a call of at most d, under parent.
 func (b *budget) start(parent context.Context, d time.Duration) {
 	*b = budget{parent: parent, parentDone: parent.Done(), deadline: time.Now().Add(d)}
-	if dl, ok := parent.Deadline(); ok && dl.Before(b.deadline) {
-		b.deadline = dl
-	}
 }
 
 // stop ends the call: Err says from then on how it ended (nil if within
@@ -102,8 +99,15 @@ func (b *budget) Err() error {
 	return b.err
 }
 
-// Deadline is when the budget ends.
-func (b *budget) Deadline() (time.Time, bool) { return b.deadline, true }
+// Deadline is when the budget ends, or the parent's deadline if earlier.
+func (b *budget) Deadline() (time.Time, bool) {
+	if b.parent != nil {
+		if dl, ok := b.parent.Deadline(); ok && dl.Before(b.deadline) {
+			return dl, true
+		}
+	}
+	return b.deadline, true
+}
 
 // Value is the parent's.
 func (b *budget) Value(key any) any {

@@ -52,7 +52,11 @@
 // also in clusters (-rf) and as --name=value; harness.any_arg(args,
 // pattern, …) returns the first arg matching; harness.match(s, pattern,
 // …) matches globs (* crosses "/") or, for a pattern starting with "^",
-// Lua patterns; harness.log(…) and print(…) write to the Logger;
+// Lua patterns; harness.patterns{pattern, …} compiles a list once into a
+// set that harness.match and harness.any_arg take in place of a pattern
+// (make it when the file loads: matching a set is much quicker than
+// passing its patterns one by one); harness.log(…) and print(…) write to
+// the Logger;
 // harness.session is {id, workspace, profile}, read-only.
 //
 // Test is the `harnessd hooks test` command: it prints what a file or

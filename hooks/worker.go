@@ -68,6 +68,7 @@ type worker struct {
 	cache    cmdCache
 	patterns map[string]*pattern
 	patLists [8]patList
+	setMeta  *lua.LTable // the metatable of harness.patterns sets
 	patNext  int
 	broken   bool
 }
@@ -110,6 +111,7 @@ func (s *set) newWorker(collect bool) (w *worker, err error) {
 	}
 	w.sandbox()
 	w.initLazy()
+	w.setMeta = setMetatable(L)
 	for v := Verdict(0); v < numVerdicts; v++ {
 		ud := L.NewUserData()
 		ud.Value = v

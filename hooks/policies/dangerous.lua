@@ -198,14 +198,17 @@ local sensitive = {}
 for _, list in ipairs{history, credentials, shadow} do
   for _, g in ipairs(list) do sensitive[#sensitive + 1] = g end
 end
+-- Compiled once: every command is checked against them.
+history, credentials, shadow, sensitive = harness.patterns(history), harness.patterns(credentials),
+  harness.patterns(shadow), harness.patterns(sensitive)
 
 -- reads returns the first operand or input redirection of c that matches
--- one of globs.
-local function reads(c, globs)
-  local a = any_arg(c.args, unpack(globs))
+-- one of the patterns of set.
+local function reads(c, set)
+  local a = any_arg(c.args, set)
   if a then return a end
   for ri = 1, #c.redirs do local r = c.redirs[ri]
-    if (r.op == "<" or r.op == "<>") and match(r.target, unpack(globs)) then return r.target end
+    if (r.op == "<" or r.op == "<>") and match(r.target, set) then return r.target end
   end
   return nil
 end

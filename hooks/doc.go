@@ -82,7 +82,8 @@
 //   - harness.commands keeps the analyses of each Lua state's last 128 to
 //     256 lines (of up to 4 KiB), so a line repeated is not parsed again.
 //   - The budget (Options.Budget, 50ms) is wall-clock time per hook call,
-//     enforced between Lua instructions. A call into Go (a string function,
+//     enforced between Lua instructions (the clock is read every 256 of
+//     them, some microseconds apart). A call into Go (a string function,
 //     harness.commands) finishes before the budget is checked; those are
 //     bounded (string.rep, string.gsub and string.format refuse results of
 //     more than 4 MiB or widths of more than two digits) but memory is not

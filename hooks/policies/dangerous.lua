@@ -308,7 +308,8 @@ local function judge(cmds)
           flag("veto", "rm --no-preserve-root: " .. show(c))
         end
         local recursive = has_flag(c.args, "-r", "-R", "--recursive")
-        for _, a in ipairs(operands(c.args)) do
+        local ops = operands(c.args)
+        for oi = 1, #ops do local a = ops[oi]
           if a == "/etc/passwd" or a == "/etc/shadow" or a == "/etc/group" or a == "/etc/sudoers" then
             flag("veto", "deletes " .. a .. ": " .. show(c))
           end
@@ -351,7 +352,7 @@ local function judge(cmds)
         end
         if #roots == 0 then roots = {"."} end
         if destroys then
-          for _, r in ipairs(roots) do
+          for ri = 1, #roots do local r = roots[ri]
             local level, what = target(r)
             if filtered then
               -- Selective: only a whole-tree delete of / or a home is worth a question.
@@ -372,7 +373,8 @@ local function judge(cmds)
       -- chmod -R / chown -R of / or a home.
       if name == "chmod" or name == "chown" or name == "chgrp" or name == "setfacl" then
         if has_flag(c.args, "-R", "--recursive") then
-          for _, a in ipairs(operands(c.args)) do
+          local ops = operands(c.args)
+          for oi = 1, #ops do local a = ops[oi]
             local level, what = target(a)
             if level == "veto" then flag("veto", name .. " -R of " .. what .. ": " .. show(c)) end
           end
@@ -381,7 +383,8 @@ local function judge(cmds)
 
       -- Filesystems and partition tables.
       if disktools[name] or name == "shred" or name:sub(1, 4) == "mkfs" then
-        for _, a in ipairs(operands(c.args)) do
+        local ops = operands(c.args)
+        for oi = 1, #ops do local a = ops[oi]
           if is_device(a) then
             flag("veto", name .. " on the device " .. a .. ": " .. show(c))
           elseif a:sub(1, 1) == "$" and name ~= "shred" then
@@ -392,7 +395,7 @@ local function judge(cmds)
 
       -- Writing onto a disk: dd of=/dev/sda, > /dev/sda, tee /dev/sda, cp x /dev/sda.
       if name == "dd" then
-        for _, a in ipairs(c.args) do
+        for ai = 1, #c.args do local a = c.args[ai]
           local of = a:match("^of=(.*)$")
           if of and is_device(of) then flag("veto", "dd onto the device " .. of .. ": " .. show(c)) end
         end
@@ -401,7 +404,7 @@ local function judge(cmds)
         local ops = operands(c.args)
         local dest = ops[#ops]
         if name == "tee" then
-          for _, a in ipairs(ops) do
+          for oi = 1, #ops do local a = ops[oi]
             if is_device(a) then dest = a end
           end
         end

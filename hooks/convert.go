@@ -19,10 +19,12 @@ func (w *worker) payloadTable(p event.Payload) *lua.LTable {
 	L := w.L
 	switch p := p.(type) {
 	case event.CmdRun:
-		// kind and command here, the rest when read (see lazy.go).
-		t := L.CreateTable(0, 2)
+		// kind, command and is_input (which a policy must read to know
+		// what command means) here, the rest when read (see lazy.go).
+		t := L.CreateTable(0, 3)
 		t.RawSetString("kind", lua.LString(event.KindCmdRun))
 		t.RawSetString("command", lua.LString(p.Command))
+		t.RawSetString("is_input", lua.LBool(p.IsInput))
 		w.lazyTable(L, t, lazyEntry{run: p, isRun: true})
 		return t
 	case event.CmdOutput:

@@ -52,7 +52,11 @@
 // also in clusters (-rf) and as --name=value; harness.any_arg(args,
 // pattern, …) returns the first arg matching; harness.match(s, pattern,
 // …) matches globs (* crosses "/") or, for a pattern starting with "^",
-// Lua patterns; harness.log(…) and print(…) write to the Logger;
+// Lua patterns; harness.patterns{pattern, …} compiles a list once into a
+// set that harness.match and harness.any_arg take in place of a pattern
+// (make it when the file loads: matching a set is much quicker than
+// passing its patterns one by one); harness.log(…) and print(…) write to
+// the Logger;
 // harness.session is {id, workspace, profile}, read-only.
 //
 // Test is the `harnessd hooks test` command: it prints what a file or
@@ -78,7 +82,8 @@
 //   - harness.commands keeps the analyses of each Lua state's last 128 to
 //     256 lines (of up to 4 KiB), so a line repeated is not parsed again.
 //   - The budget (Options.Budget, 50ms) is wall-clock time per hook call,
-//     enforced between Lua instructions. A call into Go (a string function,
+//     enforced between Lua instructions (the clock is read every 256 of
+//     them, some microseconds apart). A call into Go (a string function,
 //     harness.commands) finishes before the budget is checked; those are
 //     bounded (string.rep, string.gsub and string.format refuse results of
 //     more than 4 MiB or widths of more than two digits) but memory is not

@@ -528,11 +528,6 @@ func (c *regexCache) compile(pattern string) (*regexp.Regexp, error) {
 	return re, err
 }
 
-// budgetCtx returns ctx with the engine's budget (times mult) as deadline.
-func (e *Engine) budgetCtx(ctx context.Context, mult int) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, e.opts.Budget*time.Duration(mult))
-}
-
 // sessionEvent names a session event for Event.
 func sessionClass(name string) (class, error) {
 	switch name {

@@ -235,6 +235,61 @@ func TestCallerContext(t *testing.T) {
 	}
 }
 
+// TestCallerContextMidCall checks that a caller's context ending stops a
+// hook under way, long before its budget.
+func TestCallerContextMidCall(t *testing.T) {
+	e := load(t, Options{Budget: time.Minute, Dirs: []Dir{{Path: writeHooks(t, map[string]string{
+		"loop.lua": `harness.on("action.cmd_run", function() while true do end end)`,
+	})}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	d, err := e.Action(ctx, testSession, event.CmdRun{Command: "x"})
+	if !errors.Is(err, context.DeadlineExceeded) || d.Verdict != Veto {
+		t.Errorf("caller's deadline: %+v, %v", d, err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v to stop", took)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	var b budget
+	b.start(context.Background(), time.Hour)
+	for i := 0; i < 10*budgetCheck; i++ {
+		if b.Done() != nil {
+			t.Fatalf("Done at instruction %d of an hour's budget", i)
+		}
+	}
+	if b.Err() != nil {
+		t.Fatalf("Err = %v within the budget", b.Err())
+	}
+	b.start(context.Background(), time.Nanosecond)
+	time.Sleep(time.Millisecond)
+	n := 0
+	for b.Done() == nil {
+		n++
+	}
+	if n >= budgetCheck {
+		t.Errorf("a spent budget went %d instructions unnoticed", n)
+	}
+	if b.stop(); !errors.Is(b.Err(), context.DeadlineExceeded) {
+		t.Errorf("Err = %v, want DeadlineExceeded", b.Err())
+	}
+	select {
+	case <-b.Done():
+	default:
+		t.Error("Done of a spent budget is not closed")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.start(ctx, time.Hour)
+	cancel()
+	if !errors.Is(b.Err(), context.Canceled) {
+		t.Errorf("Err = %v after the parent was cancelled", b.Err())
+	}
+	b.clear()
+}
+
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name, src, want string
@@ -334,6 +389,15 @@ check(harness.match("rm", "^r.$"), "lua pattern")
 check(not harness.match("xrm", "^rm"), "lua anchored")
 check(harness.match("a]", "[]a]]"), "class with ]")
 check(not harness.pcall, "no pcall in harness")
+local set = harness.patterns{"*.ssh/id_*", "/etc/*", "^/dev/sd"}
+check(harness.match("/home/x/.ssh/id_rsa", set) and harness.match("/dev/sda", "x", set), "match a set")
+check(not harness.match("/home/x/.ssh/config", set), "set no match")
+check(harness.any_arg({"a", "/etc/passwd"}, "b", set) == "/etc/passwd", "any_arg a set")
+check(harness.any_arg({"a"}, set) == nil, "any_arg a set, none")
+check(tostring(set) == "patterns: 3" and getmetatable(set) == false, "set is opaque")
+check(not pcall(harness.patterns, {"[a"}), "bad glob in a set")
+check(not pcall(harness.patterns, {1, {}}), "not a string in a set")
+check(not pcall(harness.match, "x", harness.veto), "a function is no pattern")
 local cmds = harness.commands("sudo rm -rf / | cat")
 check(#cmds == 3 and cmds[2].name == "rm" and cmds[2].via[1] == "sudo" and cmds[3].feeds[1] == "sudo", "commands")
 check(cmds[2].args[1] == "-rf" and cmds[2].text == "rm -rf /", "commands args")

@@ -2,9 +2,12 @@ package hooks
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/hooks/hooksbench"
@@ -52,6 +55,45 @@ func FuzzLoad(f *testing.F) {
 		_ = e.Event(ctx, s, "session.start")
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("took %v", d)
+		}
+	})
+}
+
+// FuzzPatternSet checks that a harness.patterns set matches exactly the
+// strings one of its patterns matches: its filter turns none away wrongly.
+func FuzzPatternSet(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"*.ssh/id_rsa", "/root/.ssh/id_rsa"}, {"*_history", "~/.bash_history"}, {"*/etc/shadow", "/etc/shadow"},
+		{"a*b", "ab"}, {"\\*x", "*x"}, {"[ab]c*", "bcd"}, {"*é?", "éé"}, {"^ab", "abc"}, {"?", "x"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, pats, s string) {
+		L := lua.NewState(lua.Options{SkipOpenLibs: true})
+		defer L.Close()
+		srcs := strings.Split(pats, "\n")
+		want := false
+		for _, src := range srcs {
+			ok, err := Match(s, src)
+			if err != nil {
+				return // a bad pattern: harness.patterns refuses it
+			}
+			want = want || ok
+		}
+		var got bool
+		if err := L.CallByParam(lua.P{Fn: L.NewFunction(func(L *lua.LState) int {
+			ps := &patternSet{}
+			for _, src := range srcs {
+				ps.pats = append(ps.pats, newPattern(L, src, "fuzz"))
+			}
+			ps.index()
+			got = ps.match(L, s, "fuzz")
+			return 0
+		}), Protect: true}); err != nil {
+			t.Fatalf("set %q: %v", srcs, err)
+		}
+		if got != want {
+			t.Errorf("set %q on %q: %v, its patterns one by one: %v", srcs, s, got, want)
 		}
 	})
 }

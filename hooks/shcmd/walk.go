@@ -218,8 +218,12 @@ func (w *walker) parse(src string, c ctx, via string, share bool) ([]string, *wo
 	}
 	var f *syntax.File
 	plain, isPlain := []word(nil), false
+	var list []plainAndOr
 	if !w.p.noPlain {
 		plain, isPlain = plainWords(src)
+		if !isPlain {
+			list, isPlain = plainList(src)
+		}
 	}
 	if !isPlain {
 		var err error
@@ -248,8 +252,11 @@ func (w *walker) parse(src string, c ctx, via string, share bool) ([]string, *wo
 	var names []string
 	var out *word
 	if isPlain {
-		// What stmts would make of the one simple command.
-		if len(plain) > 0 {
+		// What stmts would make of the one simple command, or of the
+		// commands joined by operators.
+		if list != nil {
+			names, out = w.plainStmts(list, c)
+		} else if len(plain) > 0 {
 			n, o := w.emit(plain, nil, c)
 			names = addFeeds(nil, n)
 			out = o
@@ -283,11 +290,64 @@ func (w *walker) stmts(list []*syntax.Stmt, c ctx) ([]string, *word) {
 			outs = append(outs, o)
 		}
 	}
+	return names, joinOuts(outs)
+}
+
+// plainStmts is stmts on the and-or lists of a plain line, as the parser
+// would have given them: && and || join the pipelines of an and-or list,
+// and | the commands of a pipeline, from the left ((a | b) | c).
+func (w *walker) plainStmts(list []plainAndOr, c ctx) ([]string, *word) {
+	var names []string
+	var outs []*word
+	for _, andOr := range list {
+		var n []string
+		var o *word
+		for i, pipe := range andOr {
+			// BinaryCmd's && and ||: the left, then the right.
+			pn, po := w.plainPipe(pipe, c)
+			if i == 0 {
+				n, o = pn, po
+				continue
+			}
+			n, o = addFeeds(n, pn), joinOut(o, po)
+		}
+		names = addFeeds(names, n)
+		if o != nil {
+			outs = append(outs, o)
+		}
+	}
+	return names, joinOuts(outs)
+}
+
+// plainPipe is what stmt makes of a pipeline of plain commands.
+func (w *walker) plainPipe(pipe [][]word, c ctx) ([]string, *word) {
+	var names []string
+	var out *word
+	for i, words := range pipe {
+		c2 := c
+		if i > 0 {
+			// BinaryCmd's |: the right reads what the left printed.
+			c2.feeds = addFeeds(c.feeds, names)
+			c2.stdin = out
+		}
+		n, o := w.emit(words, nil, c2)
+		n = addFeeds(nil, n) // as call returns it
+		if i == 0 {
+			names, out = n, o
+			continue
+		}
+		names, out = addFeeds(names, n), o
+	}
+	return names, out
+}
+
+// joinOuts is what a list of statements prints, of what each prints.
+func joinOuts(outs []*word) *word {
 	switch len(outs) {
 	case 0:
-		return names, nil
+		return nil
 	case 1:
-		return names, outs[0]
+		return outs[0]
 	}
 	var b strings.Builder
 	r := word{lit: true, guessed: true}
@@ -305,7 +365,7 @@ func (w *walker) stmts(list []*syntax.Stmt, c ctx) ([]string, *word) {
 		r.guessed = false
 	}
 	r.text = b.String()
-	return names, &r
+	return &r
 }
 
 func (w *walker) stmt(st *syntax.Stmt, c ctx) ([]string, *word) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -73,10 +74,15 @@ type gitGuard struct {
 	base map[devIno]bool // the user's own repositories (gitdirs, bare ones)
 	// noACL is set once the filesystem refused an ACL: the group bits
 	// serve instead.
-	noACL    bool
-	handed   int    // repositories handed over, for tests and the log
-	record   string // where arm writes the guard's record (guardRecordName), if not ""
-	stopOnce sync.Once
+	noACL  bool
+	handed int // repositories handed over, for tests and the log
+	// unlogged counts handovers past the first handoverLogLines, logged
+	// as a total at most every handoverLogEvery (lastTotal) and at stop:
+	// an agent making repositories in a loop must not fill the log.
+	unlogged  int
+	lastTotal time.Time
+	record    string // where arm writes the guard's record (guardRecordName), if not ""
+	stopOnce  sync.Once
 }
 
 // newGitGuard makes the guard of ws for repositories of uid user, to be
@@ -236,6 +242,9 @@ func (g *gitGuard) stop() {
 		}
 		<-g.done
 		g.closeFds()
+		g.mu.Lock()
+		g.logTotalLocked()
+		g.mu.Unlock()
 	})
 }
 
@@ -394,7 +403,32 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 		return
 	}
 	g.handed++
-	g.log.Info("sandbox git guard: a repository the agent made is the sandbox's uid's, not the user's", "path", where, "uid", g.owner)
+	if g.handed <= handoverLogLines {
+		g.log.Info("sandbox git guard: a repository the agent made is the sandbox's uid's, not the user's", "path", where, "uid", g.owner)
+		return
+	}
+	g.unlogged++
+	if now := time.Now(); now.Sub(g.lastTotal) >= handoverLogEvery {
+		g.logTotalLocked()
+		g.lastTotal = now
+	}
+}
+
+// Handovers logged one by one, and how often the rest are logged as a
+// total.
+const (
+	handoverLogLines = 20
+	handoverLogEvery = 10 * time.Second
+)
+
+// logTotalLocked logs the handovers not logged one by one; g.mu held.
+func (g *gitGuard) logTotalLocked() {
+	if g.unlogged == 0 {
+		return
+	}
+	g.log.Info("sandbox git guard: more repositories the agent made are the sandbox's uid's, not the user's",
+		"workspace", g.ws, "since_last_line", g.unlogged, "in_all", g.handed, "uid", g.owner)
+	g.unlogged = 0
 }
 
 // handOver changes the owner of the inode behind fd (O_PATH) to g.owner,
@@ -474,6 +508,12 @@ func (g *gitGuard) sweep(repos []Repo) {
 	}
 }
 
+// maxGuardSweep bounds a whole-workspace sweep (at Destroy, after a
+// daemon's crash, after lost events): ten times a shell start's scan,
+// since an agent could hide a repository past that one (a second or two
+// of walking).
+const maxGuardSweep = 10 * maxGitScan
+
 // sweepAll walks the workspace (as findRepos does) and hands over every
 // repository in it that is not the user's own.
 func (g *gitGuard) sweepAll() {
@@ -483,9 +523,10 @@ func (g *gitGuard) sweepAll() {
 	if ws < 0 {
 		return
 	}
-	repos, note := findRepos(fdPath(ws), 0)
+	repos, note := findRepos(fdPath(ws), maxGuardSweep)
 	if note != "" {
-		g.log.Warn("sandbox git guard: "+note, "workspace", g.ws)
+		g.log.Warn("sandbox git guard: the workspace has more entries than a sweep looks at; repositories past them were not handed over",
+			"workspace", g.ws, "entries", maxGuardSweep)
 	}
 	g.sweep(repos)
 }

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "b881e5e0b90f0724f878611e39d924d089e33ddfd3ca455cbdcf62e85802083e",
-	"arm64": "30ad88d8f5d5761264caaf1eeb1bc4dc12e6c0d5ce100c70219c47a200a272f0",
+	"amd64": "4eed26673b33a032e4a33a03993834399b8e95e61c9d2d1dd116dd655de92c55",
+	"arm64": "a94b6653c7c25a96332288740f13ab0c7453f350d95f9e6d495032350f0f8c9e",
 }

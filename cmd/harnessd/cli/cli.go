@@ -583,26 +583,9 @@ func (c *cmd) exec(args []string) int {
 	}
 	command := strings.Join(rest, " ")
 	run := event.CmdRun{Command: command, IsInput: *input, TimeoutS: timeout.Seconds()}
-	cl := c.client(*socket)
-	var w *watcher
-	if !c.json && !*trimmed {
-		// As ssh does: the output as the command prints it.
-		w = c.watch(cl, id)
-	}
-	obs, err := cl.Act(c.ctx, id, event.SourceUser, run)
-	if err != nil {
-		w.stop(0, false)
-		return c.fail(err)
-	}
-	if veto, ok := obs.Payload.(event.HookVeto); ok {
-		w.stop(0, false)
-		if c.json {
-			b, _ := obs.MarshalJSON()
-			fmt.Fprintf(c.env.Stdout, "%s\n", b)
-		} else {
-			fmt.Fprintf(c.env.Stderr, "[harnessd] not run: %s (hook %s)\n", veto.Reason, veto.Hook)
-		}
-		return ExitVetoed
+	obs, w, code, done := c.actWatched(*socket, id, run, !*trimmed)
+	if done {
+		return code
 	}
 	out, ok := obs.Payload.(event.CmdOutput)
 	if !ok {
@@ -906,4 +889,32 @@ func (c *cmd) replay(args []string) int {
 		fmt.Fprintf(c.env.Stderr, "[harnessd] replayed %d events of %s: seqs 1-%d with no gaps, every observation answers an earlier action\n", r.n, pos[0], r.n)
 	}
 	return 0
+}
+
+// actWatched sends action a to session id, printing the session's output
+// as it is printed meanwhile (as ssh does) when watch and not --json. A
+// failure or a hook's veto is handled here (printed, and the exit code to
+// return, with done); else the observation comes back with the watcher,
+// which the caller stops once it has printed the rest.
+func (c *cmd) actWatched(socket, id string, a event.Payload, watch bool) (obs event.Event, w *watcher, code int, done bool) {
+	cl := c.client(socket)
+	if !c.json && watch {
+		w = c.watch(cl, id)
+	}
+	obs, err := cl.Act(c.ctx, id, event.SourceUser, a)
+	if err != nil {
+		w.stop(0, false)
+		return obs, w, c.fail(err), true
+	}
+	if veto, ok := obs.Payload.(event.HookVeto); ok {
+		w.stop(0, false)
+		if c.json {
+			b, _ := obs.MarshalJSON()
+			fmt.Fprintf(c.env.Stdout, "%s\n", b)
+		} else {
+			fmt.Fprintf(c.env.Stderr, "[harnessd] not run: %s (hook %s)\n", veto.Reason, veto.Hook)
+		}
+		return obs, w, ExitVetoed, true
+	}
+	return obs, w, 0, false
 }

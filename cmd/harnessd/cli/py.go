@@ -45,25 +45,9 @@ func (c *cmd) py(args []string) int {
 		}
 		code = string(b)
 	}
-	cl := c.client(*socket)
-	var w *watcher
-	if !c.json && !*trimmed {
-		w = c.watch(cl, id)
-	}
-	obs, err := cl.Act(c.ctx, id, event.SourceUser, python.Run{Code: code, IsInput: *input, Reset: *reset, TimeoutS: timeout.Seconds()})
-	if err != nil {
-		w.stop(0, false)
-		return c.fail(err)
-	}
-	if veto, ok := obs.Payload.(event.HookVeto); ok {
-		w.stop(0, false)
-		if c.json {
-			b, _ := obs.MarshalJSON()
-			fmt.Fprintf(c.env.Stdout, "%s\n", b)
-		} else {
-			fmt.Fprintf(c.env.Stderr, "[harnessd] not run: %s (hook %s)\n", veto.Reason, veto.Hook)
-		}
-		return ExitVetoed
+	obs, w, rc, done := c.actWatched(*socket, id, python.Run{Code: code, IsInput: *input, Reset: *reset, TimeoutS: timeout.Seconds()}, !*trimmed)
+	if done {
+		return rc
 	}
 	out, ok := obs.Payload.(python.Result)
 	if !ok {

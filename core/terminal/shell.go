@@ -552,14 +552,13 @@ func (sh *shell) signalForeground(sig syscall.Signal) (int, error) {
 // bash is back at its prompt, or no new job came for 200ms (a program
 // that handles SIGINT itself, like a REPL, is signalled once).
 func (sh *shell) interrupt() error {
-	pg, err := sh.sigint()
+	pg, first, firstOK, err := sh.sigint()
 	if err != nil {
 		return err
 	}
 	// Also when bash itself got it (no job held the terminal yet): under
 	// load bash may fork the command only now, past the moment it ignores
 	// SIGINT in, and the command's job is then signalled.
-	first, firstOK := startTime(pg)
 	resent := 0
 	begin, last := time.Now(), time.Now()
 	for resent < 25 && time.Since(last) < 200*time.Millisecond && time.Since(begin) < time.Second {
@@ -610,19 +609,27 @@ func startTime(pid int) (uint64, bool) {
 }
 
 // sigint signals the foreground group once and reports which.
-func (sh *shell) sigint() (int, error) {
+//
+// It also returns when the signalled group's leader started (ok false if
+// that could not be read), read before the signal: a job that dies of it
+// at once leaves no /proc entry to read after, and interrupt needs it to
+// tell a newer job from an older group taking the terminal back (found
+// when a nested shell got a SIGINT of its own on a loaded machine).
+func (sh *shell) sigint() (pg int, start uint64, ok bool, err error) {
 	for try := 0; ; try++ {
-		pg, err := sh.foreground()
+		pg, err = sh.foreground()
 		for end := time.Now().Add(50 * time.Millisecond); err == nil && pg == sh.pid && time.Now().Before(end); {
 			time.Sleep(time.Millisecond)
 			pg, err = sh.foreground()
 		}
 		if err != nil || pg <= 0 {
-			return sh.pid, unix.Kill(sh.pid, unix.SIGINT)
+			start, ok = startTime(sh.pid)
+			return sh.pid, start, ok, unix.Kill(sh.pid, unix.SIGINT)
 		}
+		start, ok = startTime(pg)
 		err = unix.Kill(-pg, unix.SIGINT)
 		if !errors.Is(err, unix.ESRCH) || try == 3 {
-			return pg, err
+			return pg, start, ok, err
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -668,5 +669,35 @@ end)`})
 	got := ask(files.View{Path: ".env"}, strings.NewReader(view))
 	if !strings.HasPrefix(got, "allow\n") || !strings.Contains(got, "KEY=[REDACTED aws]") || strings.Count(got, "line of a long file") != 3000 {
 		t.Errorf("a view of .env: %.300s … %d bytes", got, len(got))
+	}
+}
+
+// TestRedactionsMerged: the same redaction from two hooks is kept once,
+// credited to the first, whether there are a few (compared one by one)
+// or many (a map); different labels of one pattern are both kept.
+func TestRedactionsMerged(t *testing.T) {
+	many := ""
+	for i := range 40 {
+		many += fmt.Sprintf("{pattern = \"k%d=\\\\w+\", label = \"k%d\"}, ", i, i)
+	}
+	dir := writeHooks(t, map[string]string{
+		"a.lua": `harness.on("observation.*", function() return {redact = {` + many + `{pattern = "AKIA\\w+", label = "aws"}}} end)`,
+		"b.lua": `harness.on("observation.*", function() return {redact = {{pattern = "AKIA\\w+", label = "aws"}, {pattern = "AKIA\\w+", label = "other"}, {pattern = "k3=\\w+", label = "k3"}}} end)`,
+	})
+	e, err := Load(Options{Dirs: []Dir{{Path: dir}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := e.Observation(context.Background(), Session{ID: "s"}, event.CmdRun{Command: "env"}, event.CmdOutput{Output: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Redactions) != 42 {
+		t.Fatalf("%d redactions, want 40 + aws + other", len(set.Redactions))
+	}
+	for _, r := range set.Redactions {
+		if r.Label == "aws" && !strings.HasSuffix(r.Hook, "a.lua:1") || r.Label == "other" && !strings.HasSuffix(r.Hook, "b.lua:1") {
+			t.Errorf("%s credited to %s", r.Label, r.Hook)
+		}
 	}
 }

@@ -87,9 +87,10 @@ func (w *worker) observation(ctx context.Context, s Session, action, obs event.P
 
 // merger merges the answers of observation hooks.
 type merger struct {
-	out                             ObservationSettings
-	head, tail, maxKeep, lineCap    bool // set by a hook yet
-	seenKeyword, seenRedact, seenRe map[string]bool
+	out                          ObservationSettings
+	head, tail, maxKeep, lineCap bool // set by a hook yet
+	seenKeyword, seenRe          map[string]bool
+	seenRedact                   map[redactKey]bool // from smallRedacts on (seenRedaction)
 }
 
 // add reads what one observation hook returned and merges it.
@@ -210,9 +211,6 @@ func (m *merger) redact(w *worker, h *handler, v lua.LValue, fail func(string, .
 	if !ok {
 		return fail("redact must be a list of {pattern=, label=}")
 	}
-	if m.seenRedact == nil {
-		m.seenRedact = map[string]bool{}
-	}
 	for i := 1; i <= list.Len(); i++ {
 		r, ok := list.RawGetInt(i).(*lua.LTable)
 		if !ok {
@@ -237,18 +235,57 @@ func (m *merger) redact(w *worker, h *handler, v lua.LValue, fail func(string, .
 		if err != nil {
 			return fail("redact[%d].pattern: %v", i, err)
 		}
-		key := label + "\x00" + string(pat)
-		if m.seenRedact[key] {
+		if m.seenRedaction(label, string(pat)) {
 			continue
 		}
 		if len(m.out.Redactions) >= maxRedacts {
 			return fail("redact: more than %d patterns in all", maxRedacts)
 		}
-		m.seenRedact[key] = true
-		m.out.Redactions = append(m.out.Redactions, Redaction{Pattern: re, Label: label,
-			Hook: fmt.Sprintf("%s:%d", w.set.files[h.file].name, h.line)})
+		m.out.Redactions = append(m.out.Redactions, Redaction{Pattern: re, Label: label, Hook: w.whereOf(h)})
 	}
 	return nil
+}
+
+// seenRedaction reports whether a redaction of label and pattern is
+// merged already, and notes it as merged. A few are compared one by one
+// (every output is hooked: a map per output cost more than the
+// comparisons); past smallRedacts a map takes over.
+func (m *merger) seenRedaction(label, pattern string) bool {
+	key := redactKey{label, pattern}
+	if m.seenRedact != nil {
+		if m.seenRedact[key] {
+			return true
+		}
+		m.seenRedact[key] = true
+		return false
+	}
+	for _, r := range m.out.Redactions {
+		if r.Label == label && r.Pattern.String() == pattern {
+			return true
+		}
+	}
+	if len(m.out.Redactions) >= smallRedacts {
+		m.seenRedact = make(map[redactKey]bool, 2*smallRedacts)
+		for _, r := range m.out.Redactions {
+			m.seenRedact[redactKey{r.Label, r.Pattern.String()}] = true
+		}
+		m.seenRedact[key] = true
+	}
+	return false
+}
+
+// redactKey identifies a redaction for seenRedaction.
+type redactKey struct{ label, pattern string }
+
+// smallRedacts is how many redactions seenRedaction compares one by one.
+const smallRedacts = 32
+
+// whereOf is h's "file:line", for what its answers are credited to.
+func (w *worker) whereOf(h *handler) string {
+	if h.where == "" {
+		h.where = fmt.Sprintf("%s:%d", w.set.files[h.file].name, h.line)
+	}
+	return h.where
 }
 
 func validLabel(s string) bool {

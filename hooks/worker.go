@@ -33,7 +33,8 @@ type handler struct {
 	kind    event.Kind // "" = every kind of its class
 	pattern string
 	fn      *lua.LFunction
-	line    int // where harness.on was called
+	line    int    // where harness.on was called
+	where   string // "file:line", made on first use (whereOf)
 }
 
 // call is the state of the hook call under way on a worker.

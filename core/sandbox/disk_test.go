@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/harnessd/harnessd/core/terminal"
 )
 
 // diskDir is a DiskDir on the disk the test's temp directories are on
@@ -328,62 +326,4 @@ func TestDiskCleanup(t *testing.T) {
 	if err := b.sb.Destroy(context.Background()); err != nil {
 		t.Errorf("Destroy after Cleanup: %v", err)
 	}
-}
-
-// TestDiskCreateLatency measures what the disk adds to a sandbox's cold
-// start (Create, the shell's first prompt, Close, Destroy), alternating
-// the two so that the machine's load hits both alike.
-func TestDiskCreateLatency(t *testing.T) {
-	requireRoot(t)
-	if testing.Short() {
-		t.Skip("a measurement")
-	}
-	d := newDriver(t, NativeOptions{DiskDir: diskDir(t)})
-	ctx := context.Background()
-	var with, without []time.Duration
-	var create, create0 []time.Duration
-	for i := range 16 {
-		for _, disk := range []int64{0, 1 << 30} {
-			ws := t.TempDir()
-			t0 := time.Now()
-			sb, err := d.Create(ctx, Spec{Workspace: ws, Limits: Limits{DiskBytes: disk}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc := time.Since(t0)
-			term, err := terminal.New(ctx, termOptions(sb))
-			if err != nil {
-				t.Fatal(err)
-			}
-			el := time.Since(t0)
-			term.Close()
-			if err := sb.Destroy(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if i == 0 {
-				continue // warm-up
-			}
-			if disk > 0 {
-				with = append(with, el)
-				create = append(create, tc)
-			} else {
-				without = append(without, el)
-				create0 = append(create0, tc)
-			}
-		}
-	}
-	med := func(l []time.Duration) time.Duration {
-		s := append([]time.Duration(nil), l...)
-		for i := range s {
-			for j := i + 1; j < len(s); j++ {
-				if s[j] < s[i] {
-					s[i], s[j] = s[j], s[i]
-				}
-			}
-		}
-		return s[len(s)/2]
-	}
-	load, _ := os.ReadFile("/proc/loadavg")
-	t.Logf("to the first prompt, median of %d: without a disk %s, with a 1 GiB disk %s (ratio %.2f; Create alone %s and %s); load average %s",
-		len(with), med(without), med(with), float64(med(with))/float64(med(without)), med(create0), med(create), strings.TrimSpace(string(load)))
 }

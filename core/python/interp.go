@@ -73,19 +73,19 @@ func (o *Options) setDefaults() {
 		o.Python = "python3"
 	}
 	if o.SoftTimeout <= 0 {
-		o.SoftTimeout = 10 * time.Second
+		o.SoftTimeout = terminal.DefaultSoftTimeout
 	}
 	if o.HardTimeout <= 0 {
-		o.HardTimeout = 30 * time.Minute
+		o.HardTimeout = terminal.DefaultHardTimeout
 	}
 	if o.KillGrace <= 0 {
-		o.KillGrace = 2 * time.Second
+		o.KillGrace = terminal.DefaultKillGrace
 	}
 	if o.MaxWait <= 0 {
-		o.MaxWait = 30 * time.Second
+		o.MaxWait = terminal.DefaultMaxWait
 	}
 	if o.Settle <= 0 {
-		o.Settle = 300 * time.Millisecond
+		o.Settle = terminal.DefaultSettle
 	}
 	if o.StartWait <= 0 {
 		o.StartWait = 30 * time.Second

@@ -68,27 +68,37 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// The defaults of a call's timing, shared by what runs programs the
+// terminal's way (core/python's cells).
+const (
+	DefaultSoftTimeout = 10 * time.Second
+	DefaultHardTimeout = 30 * time.Minute
+	DefaultKillGrace   = 2 * time.Second
+	DefaultMaxWait     = 30 * time.Second
+	DefaultSettle      = 300 * time.Millisecond
+)
+
 func (o *Options) setDefaults() {
 	if o.Shell == "" {
 		o.Shell = "bash"
 	}
 	if o.SoftTimeout <= 0 {
-		o.SoftTimeout = 10 * time.Second
+		o.SoftTimeout = DefaultSoftTimeout
 	}
 	if o.HardTimeout <= 0 {
-		o.HardTimeout = 30 * time.Minute
+		o.HardTimeout = DefaultHardTimeout
 	}
 	if o.KillGrace <= 0 {
-		o.KillGrace = 2 * time.Second
+		o.KillGrace = DefaultKillGrace
 	}
 	if o.StartWait <= 0 {
 		o.StartWait = 10 * time.Second
 	}
 	if o.MaxWait <= 0 {
-		o.MaxWait = 30 * time.Second
+		o.MaxWait = DefaultMaxWait
 	}
 	if o.Settle <= 0 {
-		o.Settle = 300 * time.Millisecond
+		o.Settle = DefaultSettle
 	}
 	if o.Cols <= 0 {
 		o.Cols = 200

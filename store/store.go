@@ -97,6 +97,7 @@ type Store struct {
 	opts Options
 
 	ops      chan op
+	kick     chan struct{} // wakes the writer to sweep after a caller's own commit
 	quit     chan struct{} // closed by Close: the writer drains and stops
 	stopped  chan struct{} // closed by the writer when it has stopped
 	closeMu  sync.Mutex    // serialises Close
@@ -115,7 +116,10 @@ type Store struct {
 	writeErr atomic.Pointer[error] // the last commit's error; nil after a success
 	synced   chan struct{}         // closed when the batch-mode syncer has stopped; nil in strict mode
 
-	w writerState // owned by the writer goroutine
+	// commitMu is held by whoever commits: the writer goroutine, or a
+	// caller whose op found the queue empty (submit). It guards w.
+	commitMu sync.Mutex
+	w        writerState
 }
 
 // sessState is what the store keeps in memory about a session: its last
@@ -156,6 +160,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		db:      db,
 		opts:    o,
 		ops:     make(chan op, 1024),
+		kick:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 		stopped: make(chan struct{}),
 		sess:    make(map[string]*sessState),

@@ -19,7 +19,7 @@ type op interface {
 	// anything; any other error aborts the whole batch.
 	apply(w *wtx) error
 	// finish reports the outcome, after the commit (nil) or its failure.
-	// It runs on the writer goroutine and must not block.
+	// It runs on the committing goroutine and must not block.
 	finish(err error)
 	// weight is the number of events the op appends, for MaxBatch.
 	weight() int
@@ -33,7 +33,8 @@ func (r *rejection) Error() string { return r.err.Error() }
 
 func reject(err error) error { return &rejection{err} }
 
-// writerState is owned by the writer goroutine.
+// writerState belongs to whoever holds Store.commitMu: the writer
+// goroutine, or a caller committing its own op (submit's fast path).
 type writerState struct {
 	pendingSet map[string]struct{} // sessions with pending gids
 	watermark  uint64              // the stored "indexed" value
@@ -44,6 +45,17 @@ type writerState struct {
 	arena      []byte
 	timer      *time.Timer
 	results    []error
+}
+
+// shared reports whether one of the last commits carried more than one
+// op: callers overlap, and the writer should batch them.
+func (w *writerState) shared() bool {
+	for _, n := range w.recentOps {
+		if n > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // wtx is one batch's transaction and the state it changes; the changes to
@@ -74,6 +86,27 @@ func (s *Store) submit(ctx context.Context, o op) error {
 	if s.closed {
 		return ErrClosed
 	}
+	// With nothing queued, no commit under way and none of the last
+	// commits shared, the caller commits its op itself: handing it to the
+	// writer goroutine and being woken by it cost two wake-ups (on an idle
+	// machine, sleeping CPUs woken) per commit. Once callers overlap, the
+	// writer takes them all, so that they share commits (and fsyncs).
+	if len(s.ops) == 0 && s.commitMu.TryLock() {
+		if len(s.ops) == 0 && !s.w.shared() {
+			s.w.recentOps[s.w.commitNo%len(s.w.recentOps)] = 1
+			s.w.commitNo++
+			s.commit([]op{o})
+			if len(s.w.trash) > 0 {
+				select { // the writer sweeps them in the background
+				case s.kick <- struct{}{}:
+				default:
+				}
+			}
+			s.commitMu.Unlock()
+			return nil
+		}
+		s.commitMu.Unlock()
+	}
 	select {
 	case s.ops <- o:
 		return nil
@@ -89,10 +122,15 @@ func (s *Store) writer() {
 	var batch []op
 	for {
 		batch = batch[:0]
-		if len(s.w.trash) == 0 {
+		s.commitMu.Lock()
+		sweeping := len(s.w.trash) > 0
+		s.commitMu.Unlock()
+		if !sweeping {
 			select {
 			case o := <-s.ops:
 				batch = append(batch, o)
+			case <-s.kick: // a caller's commit left sessions to sweep
+				continue
 			case <-s.quit:
 				s.drain()
 				return
@@ -107,8 +145,10 @@ func (s *Store) writer() {
 			default:
 			}
 		}
+		s.commitMu.Lock()
 		batch = s.gather(batch)
 		s.commit(batch)
+		s.commitMu.Unlock()
 	}
 }
 
@@ -162,6 +202,8 @@ func (s *Store) gather(batch []op) []op {
 
 // drain commits what is still queued after Close began; no more can come.
 func (s *Store) drain() {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	for {
 		var batch []op
 	more:

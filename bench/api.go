@@ -72,21 +72,27 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 		{name: "bbolt commit", run: commit.commit},
 		{name: "message strict", run: strict.message},
 		{name: "message batch", run: batch.message},
+		{name: "healthz batch", run: batch.health},
 	}
 	per, err := b.takeTurns(ctx, probes)
 	if err != nil {
 		return err
 	}
 	st, ba, tm, bc := summarize(probes[0].lat), summarize(probes[1].lat), summarize(probes[2].lat), summarize(probes[3].lat)
-	ms, mb := summarize(probes[4].lat), summarize(probes[5].lat)
+	ms, mb, hz := summarize(probes[4].lat), summarize(probes[5].lat), summarize(probes[6].lat)
 	floor := 2*bc.p50 + tm.p50
+	commitPart := mb.p50 - hz.p50 // one commit without fsync, and the pipeline around it
+	rest := ba.p50 - tm.p50 - hz.p50 - 2*commitPart
 
 	s.Notes = append(s.Notes,
 		fmt.Sprintf("api: `harnessd serve` in this process (serve.Run, sandbox driver none) on a unix socket, store and socket in %s; api.Client.Act(cmd_run \"true\") on one session, wall clock around Act.", dir),
-		fmt.Sprintf("all take turns in %d slices of %d after %d untimed each: api strict, api batch (store.Options.SyncEvery %s), terminal.Run(\"true\") in-process, one bbolt Update putting one key (default fsync) in the same directory, and a message action through each daemon (API and one store commit, no shell), which splits the round trip into its API-and-store and its terminal parts.", apiRounds, per, warmUp, serve.BatchSyncEvery),
+		fmt.Sprintf("all take turns in %d slices of %d after %d untimed each: api strict, api batch (store.Options.SyncEvery %s), terminal.Run(\"true\") in-process, one bbolt Update putting one key (default fsync) in the same directory, a message action through each daemon (API and one store commit, no shell), which splits the round trip into its API-and-store and its terminal parts, and GET /healthz on the batch daemon.", apiRounds, per, warmUp, serve.BatchSyncEvery),
 		"strict floor: the cmd_run commit and the cmd_output commit, each fsynced, plus the terminal's own round trip.",
 		fmt.Sprintf("strict - batch p50 = %s (what the two syncs cost through the store; 2x bare commit = %s); batch - terminal p50 = %s (API, session, store without sync).",
 			formatSeconds((st.p50-ba.p50).Seconds()), formatSeconds((2*bc.p50).Seconds()), formatSeconds((ba.p50-tm.p50).Seconds())),
+		fmt.Sprintf("what the batch round trip (p50 %s) is made of, from p50s of this run: the terminal %s; an HTTP request with nothing behind it (GET /healthz through the same client) %s; two commits without fsync with the pipeline around each (a message action minus /healthz: %s each) %s; the rest %s: the action and observation hooks, the command's recording, trimming and output, and the hand-offs between them.",
+			formatSeconds(ba.p50.Seconds()), formatSeconds(tm.p50.Seconds()), formatSeconds(hz.p50.Seconds()),
+			formatSeconds(commitPart.Seconds()), formatSeconds((2*commitPart).Seconds()), formatSeconds(rest.Seconds())),
 	)
 	dk, dnote := b.dockerExec(ctx)
 	s.Notes = append(s.Notes, dnote)
@@ -268,6 +274,13 @@ func (p *inProcess) message(ctx context.Context) error {
 		return fmt.Errorf("message: answered with %s", obs.Kind())
 	}
 	return nil
+}
+
+// health is GET /healthz: the API's own round trip with next to nothing
+// behind it (a store read).
+func (p *inProcess) health(ctx context.Context) error {
+	_, err := p.cl.Health(ctx)
+	return err
 }
 
 // stop shuts the daemon down as SIGTERM does and waits for it.

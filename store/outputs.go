@@ -31,17 +31,20 @@ const (
 )
 
 // How an OutputWriter hands its chunks to the writer goroutine: opChunks
-// full chunks (1 MiB) in one op, and at most maxInflight ops waiting for
-// their commit before Write waits. A commit in strict durability costs two
+// full chunks (512 KiB) in one op, and at most maxInflight ops waiting for
+// their commit before Write waits; ops queued behind a slow commit share
+// the next one. A commit in strict durability costs two
 // fsyncs whatever it carries, so the bytes per commit decide a long
 // output's speed: with one 64 KiB chunk per op and 4 in flight, commits
 // carried about two chunks and a 1 GiB stream spilled at the disk's
 // small-write rate (~23 MB/s on a disk that syncs 256 KiB writes at 100
 // MB/s and streams at 337). Memory stays bounded: up to maxInflight+1
-// gathering buffers per writer, reused.
+// arenas of opSize per writer, reused; an output's first arena grows with
+// its first chunk, so a small output takes no more than it needs.
 const (
-	opChunks    = 16
-	maxInflight = 2
+	opChunks    = 8
+	maxInflight = 3
+	opSize      = opChunks * (binary.MaxVarintLen64 + ChunkSize)
 )
 
 // Outputs is the store's place for spilled outputs: a trim.OutputStore, so
@@ -135,6 +138,8 @@ func (w *outputWriter) Write(p []byte) (int, error) {
 			w.endChunk()
 			if len(w.op.values) == opChunks {
 				w.flush()
+			} else {
+				w.startChunk()
 			}
 		}
 	}
@@ -148,6 +153,8 @@ func (w *outputWriter) start() {
 	if n := len(w.spare); n > 0 {
 		w.op.arena = w.spare[n-1][:0]
 		w.spare = w.spare[:n-1]
+	} else if w.chunk > 0 {
+		w.op.arena = make([]byte, 0, opSize)
 	}
 	w.startChunk()
 }
@@ -159,7 +166,7 @@ func (w *outputWriter) startChunk() {
 }
 
 // endChunk puts the current chunk's header in front of its bytes and adds
-// it to the op's values; room is left for a next chunk.
+// it to the op's values.
 func (w *outputWriter) endChunk() {
 	a := w.op.arena
 	body := a[w.cur+binary.MaxVarintLen64:]
@@ -169,7 +176,11 @@ func (w *outputWriter) endChunk() {
 	copy(a[from:], hdr[:h])
 	w.op.values = append(w.op.values, [2]int{from, len(a)})
 	w.chunk++
-	w.startChunk()
+	if cap(a) < opSize && len(w.op.values) < opChunks {
+		// A long output: room for the whole op at once, rather than
+		// growing by appends that leave copies behind.
+		w.op.arena = append(make([]byte, 0, opSize), a...)
+	}
 }
 
 // flush hands the gathered chunks to the writer goroutine without waiting

@@ -279,8 +279,9 @@ func (b *bench) stream(ctx context.Context, s *Section) error {
 // newSession starts a session whose full outputs go to a bbolt store of
 // its own under the scratch directory, closed when ctx ends. It records no events
 // (Config.Events nil): what is timed is the shell and the output path. The
-// soft timeout is long so a loaded machine cannot split one command into
-// two Runs.
+// soft timeout and the max wait are long so a loaded machine cannot split
+// one command into two Runs (a 1 GiB stream under 36 MB/s outlasts the
+// default max wait of 30 s).
 func (b *bench) newSession(ctx context.Context, name string) (trim.OutputStore, *session.Session, error) {
 	st, err := store.Open(filepath.Join(b.tmp, "outputs-"+name+".db"), nil)
 	if err != nil {
@@ -292,7 +293,7 @@ func (b *bench) newSession(ctx context.Context, name string) (trim.OutputStore, 
 		return nil, nil, fmt.Errorf("output store: %w", err)
 	}
 	sess, err := session.New(ctx, id, session.Config{
-		Terminal: terminal.Options{Dir: b.tmp, SoftTimeout: 2 * time.Minute},
+		Terminal: terminal.Options{Dir: b.tmp, SoftTimeout: 2 * time.Minute, MaxWait: 5 * time.Minute},
 		Outputs:  st.Outputs(),
 	})
 	if err != nil {

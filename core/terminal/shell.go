@@ -17,13 +17,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// chunkSize is the size of one PTY read. The kernel's PTY buffer hands out
-// at most a few KiB per read anyway; a bigger buffer only helps bursts.
-const chunkSize = 32 << 10
+// chunkSize is the size of one PTY read. The master's line discipline
+// hands out at most 4095 bytes per read (strace of a 1 GiB stream: no
+// read of the master returned more), so a bigger buffer only held queued
+// chunks of 4 KiB in 32 KiB each: 2 MiB of a full queue, not 512 KiB.
+const chunkSize = 8 << 10
 
 // queueDepth bounds how many unread chunks a shell may queue while nobody is
-// in Run (about 2 MiB). Past that the reader stops reading, the PTY fills
-// and the program blocks on write: backpressure, not unbounded memory.
+// in Run (at most 512 KiB, 256 KiB as reads come). Past that the reader
+// stops reading, the PTY fills and the program blocks on write:
+// backpressure, not unbounded memory.
 const queueDepth = 64
 
 // chunk is one read from the PTY master, numbered in read order.

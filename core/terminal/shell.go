@@ -351,13 +351,7 @@ func (sh *shell) look() procView {
 	sh.proc.read(sh.pid, func(which int, b []byte) {
 		switch which {
 		case procIO:
-			if i := bytes.Index(b, []byte("syscr: ")); i >= 0 {
-				rest := b[i+7:]
-				if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-					v.syscr, _ = strconv.ParseUint(string(rest[:j]), 10, 64)
-					v.ok = true
-				}
-			}
+			v.syscr, v.ok = parseSyscr(b)
 		case procStat:
 			if i := bytes.LastIndexByte(b, ')'); i > 0 {
 				f := fields(b[i+1:], 25)
@@ -386,6 +380,34 @@ func (sh *shell) look() procView {
 		}
 	})
 	return v
+}
+
+// lookReads is look for typing a command: only bash's read count, which
+// the wait compares later looks with (/proc/PID/stat and syscall, two of
+// a look's three reads, are not needed before bash has the line).
+func (sh *shell) lookReads() procView {
+	v := procView{nr: -2}
+	if pg, err := sh.foreground(); err != nil || pg != sh.pid {
+		return v
+	}
+	v.fg = true
+	sh.proc.readOne(sh.pid, procIO, func(b []byte) { v.syscr, v.ok = parseSyscr(b) })
+	return v
+}
+
+// parseSyscr finds the read count in /proc/PID/io.
+func parseSyscr(b []byte) (uint64, bool) {
+	i := bytes.Index(b, []byte("syscr: "))
+	if i < 0 {
+		return 0, false
+	}
+	rest := b[i+7:]
+	j := bytes.IndexByte(rest, '\n')
+	if j < 0 {
+		return 0, false
+	}
+	n, _ := strconv.ParseUint(string(rest[:j]), 10, 64)
+	return n, true
 }
 
 // fields returns the first n space-separated fields of b: look needs 25

@@ -851,7 +851,7 @@ func (t *Terminal) sendFile(cmd string) error {
 // typeLine starts a new command state and types line into bash, which is
 // at its prompt.
 func (t *Terminal) typeLine(line string) error {
-	v := t.sh.look()
+	v := t.sh.lookReads()
 	t.cs = cmdState{base: t.last.N, syscr0: v.syscr}
 	t.disp.reset()
 	t.sh.flushInput()

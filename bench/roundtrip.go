@@ -50,6 +50,7 @@ func (b *bench) roundTrip(ctx context.Context, s *Section) error {
 		fmt.Sprintf("raw PTY: a line written to `cat` on a bare PTY (echo off) and read back, %d times: the floor under any PTY design.", floor.n),
 		fmt.Sprintf("bash on a bare PTY: `true\\n` written to an interactive bash (--noediting, echo off, job control on, PS1='$ ', no PROMPT_COMMAND) and read until its prompt, %d times: what bash itself costs a line.", bare.n),
 		"bash with harnessd's prompt: the same with a PS1 like the terminal's (an OSC marker carrying \\#, $?, ${SHELLOPTS}, ${#PS1} and ${PWD@Q}), read until its BEL: what expanding the marker adds.",
+		"what a warm round trip is made of (p50s of an instrumented run, 2026-12-03, load 4 on 2 cores, 92 µs in all): prepare 5 µs (drain the PTY, termios, open-files limit, stdout check by kcmp); typing 16 µs (bash's read count from /proc/PID/io 3 µs, the input flush and the write that wakes bash); to the prompt marker 47 µs (bash running the line and expanding the marker prompt, the row above, then the reader's wakeup and hand-over); the look that confirms bash is back in its own line reader 12 µs (TIOCGPGRP, then pread of /proc/PID/io 6 µs, stat 3.6 µs, syscall 2.4 µs); the end 3 µs. bash itself is what the bash rows show; the rest is harnessd's, mostly /proc reads and goroutine wakeups.",
 	)
 	w50, w99 := warm.p50.Seconds(), warm.p99.Seconds()
 	s.Rows = append(s.Rows,

@@ -1,10 +1,12 @@
 package terminal
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os/exec"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,4 +57,35 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkDisplayLines is the display's cost on plain line output (the
+// stream a long-running command prints): 60-byte lines in reads of 4 KiB,
+// the PTY master's usual read size.
+func BenchmarkDisplayLines(b *testing.B) {
+	line := []byte("harnessd bench: one log line of sixty bytes, over and over.\n")
+	chunk := bytes.Repeat(line, 4096/len(line)+1)[:4096]
+	sink := &swapWriter{w: io.Discard}
+	d := &display{lines: newCleanWriter(sink), sink: sink, cols: 80, rows: 24, app: new(atomic.Bool)}
+	defer d.close()
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		if _, err := d.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDetectorLines is the escape-sequence detector alone on the same
+// output.
+func BenchmarkDetectorLines(b *testing.B) {
+	line := []byte("harnessd bench: one log line of sixty bytes, over and over.\n")
+	chunk := bytes.Repeat(line, 4096/len(line)+1)[:4096]
+	var d detector
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		if ev, _, _ := d.scan(chunk); ev != evNone {
+			b.Fatal(ev)
+		}
+	}
 }

@@ -93,7 +93,8 @@ func TestUnquoteBash(t *testing.T) {
 }
 
 // detectAll runs the detector over chunks and lists its events with the
-// absolute offsets of their sequences' ends.
+// absolute offsets of their sequences' ends, and then the column it
+// ends at.
 func detectAll(chunks [][]byte) []string {
 	var d detector
 	var evs []string
@@ -110,7 +111,7 @@ func detectAll(chunks [][]byte) []string {
 		}
 		off += len(c)
 	}
-	return evs
+	return append(evs, fmt.Sprintf("col %d", d.col))
 }
 
 // FuzzDetector: the display's escape-sequence detector finds the same
@@ -119,6 +120,7 @@ func FuzzDetector(f *testing.F) {
 	f.Add([]byte("a\x1b[?1049hscreen\x1b[5;1Hx\x1b[?1049l"), 3)
 	f.Add([]byte("\x1b[H\x1b[2J\x1b[?1h\x1b[?1l\x1b[12d"), 5)
 	f.Add([]byte("\x1b\x1b[?47;1h\x1b[3J"), 1)
+	f.Add([]byte("ab\tc\bd\r\xc3\xa9e\nfg\x1b[6nh\x7fi"), 4)
 	f.Fuzz(func(t *testing.T, data []byte, cut int) {
 		whole := detectAll([][]byte{data})
 		if cut < 0 {
@@ -133,6 +135,14 @@ func FuzzDetector(f *testing.F) {
 		}
 		if split := detectAll(chunks); fmt.Sprint(split) != fmt.Sprint(whole) {
 			t.Fatalf("split at %d: %v, whole: %v", cut, split, whole)
+		}
+		// A byte at a time, the column moves by the per-byte rules alone.
+		var bytewise [][]byte
+		for i := range data {
+			bytewise = append(bytewise, data[i:i+1])
+		}
+		if one := detectAll(bytewise); fmt.Sprint(one) != fmt.Sprint(whole) {
+			t.Fatalf("a byte at a time: %v, whole: %v", one, whole)
 		}
 	})
 }

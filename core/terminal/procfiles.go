@@ -36,6 +36,22 @@ var procNames = [3]string{"io", "stat", "syscall"}
 func (p *procFiles) read(pid int, fn func(which int, b []byte)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.openLocked(pid)
+	for i := range p.fds {
+		fn(i, p.readLocked(i))
+	}
+}
+
+// readOne is read of one file.
+func (p *procFiles) readOne(pid, which int, fn func(b []byte)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.openLocked(pid)
+	fn(p.readLocked(which))
+}
+
+// openLocked opens pid's files unless they are open already.
+func (p *procFiles) openLocked(pid int) {
 	if !p.valid || p.pid != pid {
 		p.closeLocked()
 		p.pid, p.valid = pid, true
@@ -48,18 +64,19 @@ func (p *procFiles) read(pid int, fn func(which int, b []byte)) {
 			p.fds[i] = fd
 		}
 	}
-	for i, fd := range p.fds {
-		if fd < 0 {
-			fn(i, nil)
-			continue
-		}
-		n, err := unix.Pread(fd, p.buf[:], 0)
-		if err != nil || n <= 0 {
-			fn(i, nil)
-			continue
-		}
-		fn(i, p.buf[:n])
+}
+
+// readLocked reads file which, nil if it cannot be read.
+func (p *procFiles) readLocked(which int) []byte {
+	fd := p.fds[which]
+	if fd < 0 {
+		return nil
 	}
+	n, err := unix.Pread(fd, p.buf[:], 0)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	return p.buf[:n]
 }
 
 // close closes the files; a later read opens them again.

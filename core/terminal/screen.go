@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"bytes"
 	"io"
 	"strconv"
 	"strings"
@@ -322,25 +323,26 @@ const maxParams = 64
 func (d *detector) scan(p []byte) (dispEvent, int, int) {
 	d.early = d.early[:0]
 	for i := 0; i < len(p); i++ {
+		if d.st == 0 {
+			// Text: jump to the next ESC (all but a few bytes of any
+			// output are text, and this runs on every byte a command
+			// prints).
+			j := bytes.IndexByte(p[i:], 0x1b)
+			if j < 0 {
+				d.text(p[i:])
+				return evNone, 0, 0
+			}
+			d.text(p[i : i+j])
+			i += j
+			d.st, d.n = 1, 1
+			d.seq = append(d.seq[:0], 0x1b)
+			continue
+		}
 		c := p[i]
-		if d.st != 0 && len(d.seq) < maxParams+8 {
+		if len(d.seq) < maxParams+8 {
 			d.seq = append(d.seq, c)
 		}
 		switch d.st {
-		case 0:
-			switch {
-			case c == 0x1b:
-				d.st, d.n = 1, 1
-				d.seq = append(d.seq[:0], c)
-			case c == '\n' || c == '\r':
-				d.col = 0
-			case c == '\b':
-				d.col = max(d.col-1, 0)
-			case c == '\t':
-				d.col = (d.col/8 + 1) * 8
-			case c >= 0x20 && c != 0x7f && (c < 0x80 || c >= 0xc0):
-				d.col++ // a character (a UTF-8 sequence counts once)
-			}
 		case 1:
 			d.n++
 			switch {
@@ -385,6 +387,27 @@ func (d *detector) scan(p []byte) (dispEvent, int, int) {
 		}
 	}
 	return evNone, 0, 0
+}
+
+// text moves the column over text (no ESC in it). Only what follows the
+// last line end matters, so the rest is skipped.
+func (d *detector) text(b []byte) {
+	if k := bytes.LastIndexByte(b, '\n'); k >= 0 {
+		d.col, b = 0, b[k+1:]
+	}
+	if k := bytes.LastIndexByte(b, '\r'); k >= 0 {
+		d.col, b = 0, b[k+1:]
+	}
+	for _, c := range b {
+		switch {
+		case c == '\b':
+			d.col = max(d.col-1, 0)
+		case c == '\t':
+			d.col = (d.col/8 + 1) * 8
+		case c >= 0x20 && c != 0x7f && (c < 0x80 || c >= 0xc0):
+			d.col++ // a character (a UTF-8 sequence counts once)
+		}
+	}
 }
 
 func (d *detector) final(c byte) dispEvent {

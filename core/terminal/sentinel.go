@@ -44,24 +44,28 @@ func (m promptMeta) opt(name string) bool {
 // editing reports whether readline line editing was on (set -o vi/emacs).
 func (m promptMeta) editing() bool { return m.opt("vi") || m.opt("emacs") }
 
-// markers are the byte strings that frame prompts for one nonce.
+// markers are the byte strings that frame prompts for one nonce, and the
+// prompt strings that render them (made once: every command compares
+// PS1's length with ours).
 type markers struct {
 	prefix []byte // oscTag + nonce + ";"
+	p1, p2 string // ps1 and ps2
 }
 
 func newMarkers(nonce string) markers {
-	return markers{prefix: []byte(oscTag + nonce + ";")}
+	o := octal(nonce)
+	return markers{
+		prefix: []byte(oscTag + nonce + ";"),
+		p1:     `\e]7777;` + o + `;p;\#;$?;${SHELLOPTS};${#PS1};${PWD@Q}\a`,
+		p2:     `\e]7777;` + o + `;c\a`,
+	}
 }
 
 // ps1 returns the value of PS1 that renders a prompt marker, and ps2 the
 // continuation marker. Both are meant to be single-quoted in the rc file.
-func (m markers) ps1() string {
-	return `\e]7777;` + octal(m.nonce()) + `;p;\#;$?;${SHELLOPTS};${#PS1};${PWD@Q}\a`
-}
+func (m markers) ps1() string { return m.p1 }
 
-func (m markers) ps2() string {
-	return `\e]7777;` + octal(m.nonce()) + `;c\a`
-}
+func (m markers) ps2() string { return m.p2 }
 
 func (m markers) nonce() string {
 	return string(m.prefix[len(oscTag) : len(m.prefix)-1])

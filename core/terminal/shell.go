@@ -17,13 +17,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// chunkSize is the size of one PTY read. The kernel's PTY buffer hands out
-// at most a few KiB per read anyway; a bigger buffer only helps bursts.
-const chunkSize = 32 << 10
+// chunkSize is the size of one PTY read. The master's line discipline
+// hands out at most 4095 bytes per read (strace of a 1 GiB stream: no
+// read of the master returned more), so a bigger buffer only held queued
+// chunks of 4 KiB in 32 KiB each: 2 MiB of a full queue, not 512 KiB.
+const chunkSize = 8 << 10
 
 // queueDepth bounds how many unread chunks a shell may queue while nobody is
-// in Run (about 2 MiB). Past that the reader stops reading, the PTY fills
-// and the program blocks on write: backpressure, not unbounded memory.
+// in Run (at most 512 KiB, 256 KiB as reads come). Past that the reader
+// stops reading, the PTY fills and the program blocks on write:
+// backpressure, not unbounded memory.
 const queueDepth = 64
 
 // chunk is one read from the PTY master, numbered in read order.
@@ -348,13 +351,7 @@ func (sh *shell) look() procView {
 	sh.proc.read(sh.pid, func(which int, b []byte) {
 		switch which {
 		case procIO:
-			if i := bytes.Index(b, []byte("syscr: ")); i >= 0 {
-				rest := b[i+7:]
-				if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-					v.syscr, _ = strconv.ParseUint(string(rest[:j]), 10, 64)
-					v.ok = true
-				}
-			}
+			v.syscr, v.ok = parseSyscr(b)
 		case procStat:
 			if i := bytes.LastIndexByte(b, ')'); i > 0 {
 				f := fields(b[i+1:], 25)
@@ -383,6 +380,34 @@ func (sh *shell) look() procView {
 		}
 	})
 	return v
+}
+
+// lookReads is look for typing a command: only bash's read count, which
+// the wait compares later looks with (/proc/PID/stat and syscall, two of
+// a look's three reads, are not needed before bash has the line).
+func (sh *shell) lookReads() procView {
+	v := procView{nr: -2}
+	if pg, err := sh.foreground(); err != nil || pg != sh.pid {
+		return v
+	}
+	v.fg = true
+	sh.proc.readOne(sh.pid, procIO, func(b []byte) { v.syscr, v.ok = parseSyscr(b) })
+	return v
+}
+
+// parseSyscr finds the read count in /proc/PID/io.
+func parseSyscr(b []byte) (uint64, bool) {
+	i := bytes.Index(b, []byte("syscr: "))
+	if i < 0 {
+		return 0, false
+	}
+	rest := b[i+7:]
+	j := bytes.IndexByte(rest, '\n')
+	if j < 0 {
+		return 0, false
+	}
+	n, _ := strconv.ParseUint(string(rest[:j]), 10, 64)
+	return n, true
 }
 
 // fields returns the first n space-separated fields of b: look needs 25
@@ -490,6 +515,13 @@ func sameSession(pid, leader int) bool {
 	return err == nil && sid == leader
 }
 
+// selfPID is this process's pid, for kcmp.
+var selfPID = os.Getpid()
+
+// kcmpFile is kcmp(2)'s KCMP_FILE (linux/kcmp.h), which x/sys/unix does
+// not name.
+const kcmpFile = 0
+
 // nofileLimit reads bash's soft RLIMIT_NOFILE (0 if unknown).
 func (sh *shell) nofileLimit() uint64 {
 	var lim unix.Rlimit
@@ -501,6 +533,12 @@ func (sh *shell) nofileLimit() uint64 {
 
 // fdOnTTY reports whether bash's descriptor fd is the terminal.
 func (sh *shell) fdOnTTY(fd int) bool {
+	// Almost always it is the very file bash was started with, which the
+	// terminal holds as the slave: kcmp says so in one cheap call, where
+	// the stat below resolves a /proc magic link (6 µs, every command).
+	if r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(sh.pid), uintptr(selfPID), kcmpFile, uintptr(fd), uintptr(sh.tfd), 0); errno == 0 && r == 0 {
+		return true
+	}
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/"+strconv.Itoa(sh.pid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
 		// Closed (exec 2>&-) is not the terminal; anything else cannot

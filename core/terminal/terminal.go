@@ -265,6 +265,7 @@ type Terminal struct {
 	running   atomic.Bool
 	appCursor atomic.Bool  // the program asked for application cursor keys
 	deadline  atomic.Int64 // unix nanoseconds of the running command's hard deadline; 0 none
+	armed     atomic.Int64 // the deadline the watcher's timer is set for; 0 none
 
 	// cwd is the shell's $PWD at the last prompt a call saw (Cwd).
 	cwd atomic.Pointer[string]
@@ -803,10 +804,17 @@ func (t *Terminal) send(cmd string, limit time.Duration) error {
 	t.running.Store(true)
 	t.started = time.Now()
 	t.limit = limit
-	t.deadline.Store(t.started.Add(limit).UnixNano())
-	select {
-	case t.kick <- struct{}{}:
-	default:
+	d := t.started.Add(limit).UnixNano()
+	t.deadline.Store(d)
+	// A watcher armed for this deadline or an earlier one finds this one
+	// when its timer fires and arms again: it is woken (a goroutine
+	// switch, a visible part of a short command's round trip) only to
+	// fire sooner. See watch for why this read cannot miss it.
+	if a := t.armed.Load(); a == 0 || a > d {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
 	}
 	return nil
 }
@@ -851,7 +859,7 @@ func (t *Terminal) sendFile(cmd string) error {
 // typeLine starts a new command state and types line into bash, which is
 // at its prompt.
 func (t *Terminal) typeLine(line string) error {
-	v := t.sh.look()
+	v := t.sh.lookReads()
 	t.cs = cmdState{base: t.last.N, syscr0: v.syscr}
 	t.disp.reset()
 	t.sh.flushInput()
@@ -1608,7 +1616,15 @@ func (t *Terminal) watch() {
 	defer timer.Stop()
 	for {
 		timer.Stop()
-		if d := t.deadline.Load(); d != 0 {
+		// armed is published before deadline is read again: a send
+		// that stores a deadline after that read sees this armed value
+		// (sequentially consistent atomics) and kicks if it must.
+		d := t.deadline.Load()
+		t.armed.Store(d)
+		if t.deadline.Load() != d {
+			continue
+		}
+		if d != 0 {
 			timer.Reset(time.Until(time.Unix(0, d)))
 		}
 		select {

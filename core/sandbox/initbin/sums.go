@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "4eed26673b33a032e4a33a03993834399b8e95e61c9d2d1dd116dd655de92c55",
-	"arm64": "a94b6653c7c25a96332288740f13ab0c7453f350d95f9e6d495032350f0f8c9e",
+	"amd64": "f71b835b6d962e57cead29eb324914981112cd54f8e3007e1bf35985e2273e61",
+	"arm64": "f34c164cada8b579e85dfd507daf884b69ea4a1cea4e544812a01e5b8c874d0a",
 }

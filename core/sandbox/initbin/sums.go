@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "f71b835b6d962e57cead29eb324914981112cd54f8e3007e1bf35985e2273e61",
-	"arm64": "f34c164cada8b579e85dfd507daf884b69ea4a1cea4e544812a01e5b8c874d0a",
+	"amd64": "dbdf01a6b683c196170fb507abe392cfc7acef212a2712413b4da42ef645c2fc",
+	"arm64": "ab1bda038d91a50a87db238f9a0d98c4b918847754e6120c0bd35d0f957dd212",
 }

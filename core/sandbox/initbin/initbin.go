@@ -47,7 +47,7 @@ var programs embed.FS
 //
 // Only the decompressor's state and a 32 KiB buffer are held meanwhile:
 // the whole program in a slice, and the slices it grew from, left some
-// 13 MB resident in the caller's heap, and every native sandbox's start
+// 12 MB resident in the caller's heap, and every native sandbox's start
 // forks harnessd, whose kernel copies the page tables of every resident
 // page and whose exec tears them down again.
 func Copy(w io.Writer, goarch string) (bool, error) {

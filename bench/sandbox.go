@@ -247,6 +247,10 @@ func (b *bench) sandboxCold(ctx context.Context, s *Section, dir string) (latenc
 	if err := b.initAlone(ctx, s, filepath.Join(dir, "alone"), nAlone, []*starter{native, self}); err != nil {
 		return latencies{}, fmt.Errorf("init alone: %w", err)
 	}
+	split, err := spawnSplit(ctx, n)
+	if err != nil {
+		return latencies{}, fmt.Errorf("spawn alone: %w", err)
+	}
 	dk, dnote := b.dockerRun(ctx)
 
 	// Before summarize sorts native.up: starterShell pairs it with create.
@@ -337,10 +341,11 @@ func (b *bench) sandboxCold(ctx context.Context, s *Section, dir string) (latenc
 			Ratio:    ratio(u.p50.Seconds(), nu.p50.Seconds()), RatioOf: "this/native",
 		})
 	}
-	s.Notes = append(s.Notes, "phases of a cold start, medians: "+phaseNote(native)+"; "+phaseNote(self)+"; "+phaseNote(host))
+	s.Notes = append(s.Notes, "phases of a cold start, medians: "+phaseNote(native)+"; "+phaseNote(bare)+"; "+phaseNote(self)+"; "+phaseNote(host))
 	if bwrap.skip == "" {
-		s.Notes = append(s.Notes, phaseNote(bwrap)+"; "+gapNote(native, bwrap))
+		s.Notes = append(s.Notes, phaseNote(bwrap)+"; "+gapNote(native, bare, bwrap, split))
 	}
+	s.Notes = append(s.Notes, split.note())
 	if tmpfsed == nil {
 		s.Notes = append(s.Notes, "native on tmpfs: not measured: /dev/shm is not a tmpfs here.")
 	}
@@ -378,10 +383,11 @@ func phaseNote(st *starter) string {
 
 // gapNote says what the native start's distance to bwrap's is made of,
 // phase by phase (medians, so they need not add up to the difference of
-// the totals): the daemon's Create, which bwrap has no counterpart of;
-// Prepare; the spawn; and the init's setup with bash's start against
-// bwrap's setup with the same bash's start.
-func gapNote(native, bwrap *starter) string {
+// the totals): the daemon's Create, which bwrap has no counterpart of,
+// and its share that is the cgroup's (beside bare, the same without
+// cgroups); Prepare; the spawn, split by sp; and the init's setup with
+// bash's start against bwrap's setup with the same bash's start.
+func gapNote(native, bare, bwrap *starter, sp spawnCosts) string {
 	d := func(a, b time.Duration) string {
 		s := formatSeconds(math.Abs((a - b).Seconds()))
 		if a < b {
@@ -390,9 +396,78 @@ func gapNote(native, bwrap *starter) string {
 		return "+" + s
 	}
 	nRest := native.phase(phaseSetup) + native.phase(phaseShell)
-	return fmt.Sprintf("the gap to bwrap, phase by phase: create %s (state directories, cgroup: bwrap has none), prepare %s (Prepare: the config, the mount clones; bwrap's only rewrites argv), spawn %s (clone into the namespaces, exec: the same namespaces for both), setup and shell %s (the init's start, root, lockdown and bash's fork, then bash to its prompt, against bwrap's setup and the same bash); the init alone rows give that last part's page faults and CPU.",
-		d(native.phase(phaseCreate), 0), d(native.phase(phasePrepare), bwrap.phase(phasePrepare)),
-		d(native.phase(phaseSpawn), bwrap.phase(phaseSpawn)), d(nRest, bwrap.phase(phaseShell)))
+	return fmt.Sprintf("the gap to bwrap, phase by phase: create %s (state directories, cgroup: bwrap has none; %s without cgroups), prepare %s (Prepare: the config, the mount clones; bwrap's only rewrites argv), spawn %s (bwrap's is a vfork and exec of bwrap, which makes its namespaces later, in its shell phase here; the init's is a fork of this process into the namespaces and an exec that drops the fork's copy; by the spawn alone note, a fork rather than a vfork costs about %s here and the namespaces %s more), setup and shell %s (the init's start, root, lockdown and bash's fork, then bash to its prompt, against bwrap's setup, its namespaces included, and the same bash); the init alone rows give that last part's page faults and CPU.",
+		d(native.phase(phaseCreate), 0), formatSeconds(bare.phase(phaseCreate).Seconds()),
+		d(native.phase(phasePrepare), bwrap.phase(phasePrepare)),
+		d(native.phase(phaseSpawn), bwrap.phase(phaseSpawn)),
+		formatSeconds(max(sp.fork-sp.vfork, 0).Seconds()), formatSeconds(max(sp.namespaces-sp.fork, 0).Seconds()),
+		d(nRest, bwrap.phase(phaseShell)))
+}
+
+// spawnCosts are the medians of os/exec starting /bin/true (Start, which
+// returns once the child has exec'd) from this process three ways: plain,
+// which Go does with CLONE_VM|CLONE_VFORK, sharing this process's memory;
+// in a user namespace of its own, which Go must fork for (the parent
+// writes the child's uid and gid maps between the clone and the exec), so
+// the kernel copies the page tables of this process's resident memory and
+// the exec drops them again; and in every namespace a native sandbox's
+// init starts in (network none's too), with the same maps.
+type spawnCosts struct {
+	vfork, fork, namespaces time.Duration
+	rssAnon                 string // this process's anonymous resident memory, which a fork copies the page tables of
+}
+
+func (sp spawnCosts) note() string {
+	return fmt.Sprintf("spawn alone: os/exec's Start of /bin/true from this process (resident anonymous memory %s), medians, taking turns: plain (vfork) %s; in a user namespace of its own (a fork: Go cannot vfork a child whose uid and gid maps it writes) %s; in the native init's namespaces, network's included, %s. The native spawn pays the last and more (its child's own steps, a larger exec); a daemon with more resident memory pays more for the fork.",
+		sp.rssAnon, formatSeconds(sp.vfork.Seconds()), formatSeconds(sp.fork.Seconds()), formatSeconds(sp.namespaces.Seconds()))
+}
+
+// spawnSplit measures spawnCosts, n times each, in turns.
+func spawnSplit(ctx context.Context, n int) (spawnCosts, error) {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		return spawnCosts{}, err
+	}
+	maps := func(a *syscall.SysProcAttr) *syscall.SysProcAttr {
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
+		return a
+	}
+	const all = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS |
+		unix.CLONE_NEWIPC | unix.CLONE_NEWCGROUP | unix.CLONE_NEWNET
+	ways := []func() *syscall.SysProcAttr{
+		func() *syscall.SysProcAttr { return nil },
+		func() *syscall.SysProcAttr { return maps(&syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER}) },
+		func() *syscall.SysProcAttr { return maps(&syscall.SysProcAttr{Cloneflags: all}) },
+	}
+	took := make([][]time.Duration, len(ways))
+	for round := range 1 + n {
+		for k := range ways {
+			i := (round + k) % len(ways)
+			cmd := exec.CommandContext(ctx, truePath)
+			cmd.SysProcAttr = ways[i]()
+			t0 := time.Now()
+			if err := cmd.Start(); err != nil {
+				return spawnCosts{}, err
+			}
+			dt := time.Since(t0)
+			if err := cmd.Wait(); err != nil {
+				return spawnCosts{}, err
+			}
+			if round > 0 {
+				took[i] = append(took[i], dt)
+			}
+		}
+	}
+	sp := spawnCosts{vfork: median(took[0]), fork: median(took[1]), namespaces: median(took[2]), rssAnon: "unknown"}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "RssAnon:"); ok {
+				sp.rssAnon = strings.Join(strings.Fields(v), " ")
+			}
+		}
+	}
+	return sp, nil
 }
 
 // starterShell is each of st's timed starts less its Create.

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"io"
 	"runtime"
 
 	"github.com/harnessd/harnessd/core/sandbox/initbin"
@@ -12,5 +13,5 @@ import (
 // itself is built with the sandboxinit tag, without this file, so that it
 // does not carry itself.
 func init() {
-	carriedProgram = func() ([]byte, error) { return initbin.Program(runtime.GOARCH) }
+	carriedProgram = func(w io.Writer) (bool, error) { return initbin.Copy(w, runtime.GOARCH) }
 }

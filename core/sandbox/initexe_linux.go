@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -9,31 +10,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// carriedProgram returns the init program harnessd carries for this
-// architecture (package initbin), or nil; nil itself in the init program,
-// which carries none.
-var carriedProgram func() ([]byte, error)
+// carriedProgram writes the init program harnessd carries for this
+// architecture (package initbin) to w and reports whether there is one;
+// nil in the init program, which carries none.
+var carriedProgram func(w io.Writer) (bool, error)
 
 // carriedInit is the carried init program in a sealed memfd, opened
 // read-only, shared by every driver of the process; nil with no error
-// when none is carried.
+// when none is carried. The program is unpacked straight into the memfd:
+// a copy in the heap would stay resident, and every sandbox's start
+// forks this process, page tables and all.
 var carriedInit = sync.OnceValues(func() (*os.File, error) {
 	if carriedProgram == nil {
 		return nil, nil
 	}
-	prog, err := carriedProgram()
-	if err != nil || prog == nil {
-		return nil, err
-	}
-	return memfdExe("harnessd-sandbox-init", prog)
+	return memfdExe("harnessd-sandbox-init", carriedProgram)
 })
 
-// memfdExe returns an executable memfd holding prog: sealed, so that
+// memfdExe returns an executable memfd holding what write writes, or nil
+// with no error when write reports there is nothing: sealed, so that
 // nothing (a sandbox that reached it through /proc/1/exe, say, as in
 // runc's CVE-2019-5736) can change what later inits run, and opened
 // read-only, since the kernel refuses to exec a file open for writing
 // (ETXTBSY).
-func memfdExe(name string, prog []byte) (*os.File, error) {
+func memfdExe(name string, write func(io.Writer) (bool, error)) (*os.File, error) {
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if err == unix.EINVAL { // before Linux 6.3, which has no MFD_EXEC: executable anyway
 		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -43,8 +43,11 @@ func memfdExe(name string, prog []byte) (*os.File, error) {
 	}
 	w := os.NewFile(uintptr(fd), "memfd:"+name)
 	defer w.Close()
-	if _, err := w.Write(prog); err != nil {
+	switch ok, err := write(w); {
+	case err != nil:
 		return nil, fmt.Errorf("write %s: %w", w.Name(), err)
+	case !ok:
+		return nil, nil
 	}
 	if err := unix.Fchmod(fd, 0o555); err != nil {
 		return nil, &os.PathError{Op: "chmod", Path: w.Name(), Err: err}

@@ -163,7 +163,15 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	for _, p := range []string{s.ctl, s.root} {
+	// The root is made here only for an init of the daemon's own user:
+	// any other mounts its own where it can reach (initConfig), and a
+	// directory made for nothing costs each start an inode allocation,
+	// dear on a file system where sandboxes come and go.
+	made := []string{s.ctl}
+	if s.uid == os.Geteuid() {
+		made = append(made, s.root)
+	}
+	for _, p := range made {
 		if err := os.Mkdir(p, 0o700); err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
@@ -500,7 +508,7 @@ func pidNamespacePidMax() bool {
 type nativeSandbox struct {
 	d        *Native
 	spec     Spec
-	dir      string // state directory: ctl and root below it
+	dir      string // state directory: ctl below it, and root if the init is the daemon's user
 	ctl      string
 	root     string
 	uid, gid int      // the sandbox's root on the host

@@ -11,8 +11,9 @@
 // architecture in internal/build.Arches, static and reproducibly
 // (internal/build), and writes each gzip'd beside sums.go, which records
 // the toolchain and each program's SHA-256. Program returns the one for
-// an architecture, checked against its sum. Package sandbox runs it from a
-// sealed memfd (see its NativeOptions.Exe).
+// an architecture, checked against its sum, and Copy writes it out without
+// holding it in memory. Package sandbox runs it from a sealed memfd (see
+// its NativeOptions.Exe).
 //
 // # Caveats
 //
@@ -39,28 +40,47 @@ import (
 //go:embed sandbox-init.linux-*.gz
 var programs embed.FS
 
+// Copy writes the init program carried for goarch to w, unpacking it on
+// the way, and checks it against its sum once all of it is written: on an
+// error, what w got must not be used. It reports whether a program is
+// carried for goarch: false, with no error, when none is.
+//
+// Only the decompressor's state and a 32 KiB buffer are held meanwhile:
+// the whole program in a slice, and the slices it grew from, left some
+// 12 MB resident in the caller's heap, and every native sandbox's start
+// forks harnessd, whose kernel copies the page tables of every resident
+// page and whose exec tears them down again.
+func Copy(w io.Writer, goarch string) (bool, error) {
+	want, ok := sums[goarch]
+	if !ok {
+		return false, nil
+	}
+	name := "sandbox-init.linux-" + goarch + ".gz"
+	z, err := programs.Open(name) // read in place: ReadFile would copy it
+	if err != nil {
+		return true, err
+	}
+	defer z.Close()
+	zr, err := gzip.NewReader(z)
+	if err != nil {
+		return true, fmt.Errorf("%s: %w", name, err)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(w, h), zr); err != nil {
+		return true, fmt.Errorf("%s: %w", name, err)
+	}
+	if sum := h.Sum(nil); hex.EncodeToString(sum) != want {
+		return true, fmt.Errorf("%s: SHA-256 %x, not the %s sums.go records", name, sum, want)
+	}
+	return true, nil
+}
+
 // Program returns the init program carried for goarch, or nil, and no
 // error, when none is.
 func Program(goarch string) ([]byte, error) {
-	want, ok := sums[goarch]
-	if !ok {
-		return nil, nil
-	}
-	name := "sandbox-init.linux-" + goarch + ".gz"
-	z, err := programs.ReadFile(name)
-	if err != nil {
+	var b bytes.Buffer
+	if ok, err := Copy(&b, goarch); !ok || err != nil {
 		return nil, err
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(z))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	prog, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if sum := sha256.Sum256(prog); hex.EncodeToString(sum[:]) != want {
-		return nil, fmt.Errorf("%s: SHA-256 %x, not the %s sums.go records", name, sum, want)
-	}
-	return prog, nil
+	return b.Bytes(), nil
 }

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "4eed26673b33a032e4a33a03993834399b8e95e61c9d2d1dd116dd655de92c55",
-	"arm64": "a94b6653c7c25a96332288740f13ab0c7453f350d95f9e6d495032350f0f8c9e",
+	"amd64": "dbdf01a6b683c196170fb507abe392cfc7acef212a2712413b4da42ef645c2fc",
+	"arm64": "ab1bda038d91a50a87db238f9a0d98c4b918847754e6120c0bd35d0f957dd212",
 }

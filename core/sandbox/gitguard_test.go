@@ -1,10 +1,15 @@
 package sandbox
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -209,5 +214,118 @@ func TestGitUserDirSweeps(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(ws, dir, ".git")); err == nil {
 			t.Errorf("a repository appeared at %s", dir)
 		}
+	}
+}
+
+// guardOwner is the uid the guards of the tests and benchmarks below
+// hand repositories to (a sandbox's dedicated uid).
+const guardOwner = userDirOwner + 1
+
+// guardedDir is a workspace owned by userDirOwner with a guard watching
+// it (armed: nothing in it is the user's own), closed at the test's end.
+func guardedDir(tb testing.TB, log *slog.Logger) (string, *gitGuard) {
+	tb.Helper()
+	ws := tb.TempDir()
+	if err := os.Chown(ws, userDirOwner, userDirOwner); err != nil {
+		tb.Fatal(err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g, err := newGitGuard(ws, userDirOwner, userDirOwner, guardOwner, log)
+	if err != nil {
+		tb.Fatalf("newGitGuard: %v", err)
+	}
+	g.arm(nil)
+	tb.Cleanup(func() { g.stop(); g.closeWs() })
+	return ws, g
+}
+
+// plantRepo makes dir/.git as the workspace's user would (a directory of
+// theirs renamed into place), and returns its path.
+func plantRepo(tb testing.TB, dir string) string {
+	tb.Helper()
+	stage, err := os.MkdirTemp(dir, "stage")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chown(stage, userDirOwner, userDirOwner); err != nil {
+		tb.Fatal(err)
+	}
+	git := filepath.Join(dir, ".git")
+	if err := os.Rename(stage, git); err != nil {
+		tb.Fatal(err)
+	}
+	return git
+}
+
+// handedOver waits up to a few seconds for p to be guardOwner's, and
+// reports whether it became so.
+func handedOver(p string) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Microsecond) {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil && st.Uid == guardOwner {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// cpuTime is the CPU time, user and system, of the process
+// (unix.RUSAGE_SELF) or of the calling thread (unix.RUSAGE_THREAD).
+func cpuTime(who int) time.Duration {
+	var ru unix.Rusage
+	unix.Getrusage(who, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkGitGuardHostCreates: what guarded sessions cost the daemon
+// while the host creates files elsewhere on the workspaces' filesystem
+// (issue 16: each guard's fanotify group saw every create on the
+// filesystem). One op is one file the host creates; daemon-ns/op is the
+// process's CPU time (getrusage) but the creating thread's, from the
+// first create until every guard has handed over a repository made
+// after the last, and creator-ns/op the creating thread's own (create,
+// close and unlink; the kernel queues an event to every group as it
+// creates). Compare sessions=0, 1 and 5: the CPU time, not the wall
+// clock, on a shared host.
+func BenchmarkGitGuardHostCreates(b *testing.B) {
+	requireRoot(b)
+	for _, n := range []int{0, 1, 5} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			var wss []string
+			for range n {
+				ws, _ := guardedDir(b, nil)
+				wss = append(wss, ws)
+			}
+			host := b.TempDir()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			self, thread := cpuTime(unix.RUSAGE_SELF), cpuTime(unix.RUSAGE_THREAD)
+			for i := range b.N {
+				// Removed at once: a directory that grows makes each create
+				// dearer, whatever watches.
+				f := filepath.Join(host, strconv.Itoa(i))
+				fd, err := unix.Open(f, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+				if err != nil {
+					b.Fatal(err)
+				}
+				unix.Close(fd)
+				unix.Unlink(f)
+			}
+			creator := cpuTime(unix.RUSAGE_THREAD) - thread
+			for _, ws := range wss {
+				if !handedOver(plantRepo(b, ws)) {
+					b.Fatalf("%s: the repository was not handed over", ws)
+				}
+			}
+			daemon := cpuTime(unix.RUSAGE_SELF) - self - creator
+			b.StopTimer()
+			b.ReportMetric(float64(daemon.Nanoseconds())/float64(b.N), "daemon-ns/op")
+			b.ReportMetric(float64(creator.Nanoseconds())/float64(b.N), "creator-ns/op")
+		})
 	}
 }

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "4eed26673b33a032e4a33a03993834399b8e95e61c9d2d1dd116dd655de92c55",
-	"arm64": "a94b6653c7c25a96332288740f13ab0c7453f350d95f9e6d495032350f0f8c9e",
+	"amd64": "16b731bda81deb6aee7c645a9fe37ec9c224d9359f1c51d091e4bf5afff28eae",
+	"arm64": "6d44185b86a304ee8293771dde5944164853a2b53878d923188082d55ec07c5c",
 }

@@ -1,13 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"log/slog"
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -65,7 +65,7 @@ type fanWatch struct {
 	group *fanGroup
 }
 
-// fanotifyFlags are every group's.
+// Every group's flags, and the events it asks for.
 const (
 	fanInitFlags  = unix.FAN_CLASS_NOTIF | unix.FAN_CLOEXEC | unix.FAN_NONBLOCK | unix.FAN_UNLIMITED_QUEUE | unix.FAN_REPORT_DFID_NAME
 	fanEventFlags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_LARGEFILE
@@ -88,7 +88,7 @@ func (h *fanHub) watch(g *gitGuard, path string, fd int) (*fanWatch, error) {
 	defer h.mu.Unlock()
 	fg := h.groups[st.Dev]
 	if fg == nil {
-		if fg, err = newFanGroup(st.Dev, path, g.log); err != nil {
+		if fg, err = newFanGroup(st.Dev, fd, path, g.log); err != nil {
 			return nil, err
 		}
 		h.groups[st.Dev] = fg
@@ -103,8 +103,8 @@ func (h *fanHub) watch(g *gitGuard, path string, fd int) (*fanWatch, error) {
 }
 
 // unwatch removes w from its group, so that the group hands it nothing
-// more once unwatch returns, and closes the group if w was its last.
-// It waits for that group's loop to end; w.fd stays open.
+// more once unwatch returns; if w was the group's last watch, it closes
+// the group, waiting for its loop to end. w.fd stays open.
 func (h *fanHub) unwatch(w *fanWatch) {
 	fg := w.group
 	fg.mu.Lock()
@@ -122,15 +122,16 @@ func (h *fanHub) unwatch(w *fanWatch) {
 	}
 }
 
-// newFanGroup makes the group of the filesystem path is on (st_dev dev)
-// and starts its loop.
-func newFanGroup(dev uint64, path string, log *slog.Logger) (*fanGroup, error) {
+// newFanGroup makes the group of the filesystem fd (path) is on, st_dev
+// dev, and starts its loop.
+func newFanGroup(dev uint64, fd int, path string, log *slog.Logger) (*fanGroup, error) {
 	fg := &fanGroup{dev: dev, fan: -1, wake: [2]int{-1, -1}, log: log, done: make(chan struct{})}
 	var err error
 	if fg.fan, err = unix.FanotifyInit(fanInitFlags, fanEventFlags); err != nil {
 		return nil, os.NewSyscallError("fanotify_init", err)
 	}
-	if err := unix.FanotifyMark(fg.fan, unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM, fanMask, unix.AT_FDCWD, path); err != nil {
+	// Through fd, not path: the filesystem fstat named.
+	if err := unix.FanotifyMark(fg.fan, unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM, fanMask, fd, ""); err != nil {
 		unix.Close(fg.fan)
 		return nil, &os.PathError{Op: "fanotify_mark", Path: path, Err: err}
 	}
@@ -289,21 +290,23 @@ func (fg *fanGroup) events(b []byte) (n int) {
 			if 20+hb > len(rec) {
 				continue
 			}
-			name, _, _ := strings.Cut(string(rec[20+hb:]), "\x00")
+			name, _, _ := bytes.Cut(rec[20+hb:], []byte{0})
 			fg.entry(rec[20:20+hb], ht, name)
 		}
 	}
 	return n
 }
 
-// entry hands name, created in the directory behind the handle, to the
-// watches whose workspace holds that directory; fg.mu held. Most
-// entries are dropped here, by name, before any system call.
-func (fg *fanGroup) entry(handle []byte, typ int32, name string) {
-	gitName := strings.EqualFold(name, ".git")
-	if !gitName && !quarantineNames[name] {
+// entry hands the entry named nameB, created in the directory behind
+// the handle, to the watches whose workspace holds that directory;
+// fg.mu held. Most entries are dropped here, by name, before any system
+// call or allocation.
+func (fg *fanGroup) entry(handle []byte, typ int32, nameB []byte) {
+	gitName := bytes.EqualFold(nameB, []byte(".git"))
+	if !gitName && !quarantineNames[string(nameB)] {
 		return
 	}
+	name := string(nameB)
 	h := unix.NewFileHandle(typ, handle)
 	dir, mnt, where := -1, 0, ""
 	defer func() {
@@ -335,12 +338,12 @@ func (fg *fanGroup) entry(handle []byte, typ int32, name string) {
 	}
 }
 
-// unwatchAll ends g's watches: once each group has handled what it had
-// queued (or ctx is done), g gets nothing more from it. The groups of
-// which g had the last watch are closed.
-func (h *fanHub) unwatchAll(ctx context.Context, ws []*fanWatch) {
+// unwatchAll ends a guard's watches: once each group has handled what
+// it had queued (or ctx is done), the guard gets nothing more from it.
+// The groups of which they were the last watches are closed.
+func (h *fanHub) unwatchAll(ctx context.Context, watches []*fanWatch) {
 	var flushed []<-chan struct{}
-	for _, w := range ws {
+	for _, w := range watches {
 		flushed = append(flushed, w.group.flush())
 	}
 	for _, c := range flushed {
@@ -349,7 +352,7 @@ func (h *fanHub) unwatchAll(ctx context.Context, ws []*fanWatch) {
 		case <-ctx.Done():
 		}
 	}
-	for _, w := range ws {
+	for _, w := range watches {
 		h.unwatch(w)
 	}
 }

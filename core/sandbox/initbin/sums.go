@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "16b731bda81deb6aee7c645a9fe37ec9c224d9359f1c51d091e4bf5afff28eae",
-	"arm64": "6d44185b86a304ee8293771dde5944164853a2b53878d923188082d55ec07c5c",
+	"amd64": "6ec6bfab81d5e0e179f1691bf9d2999993547753ebe656d4d978aff56ecaf381",
+	"arm64": "7d4a9be0db313f46f48ef3c54a0b4b12f3c3047f83c3a0e0165541a7ad370e58",
 }

@@ -23,11 +23,12 @@ import (
 // new repositories another's, and pins come too late for a repository
 // made after the shell started. So the daemon watches the workspace's
 // filesystem (fanotify, FAN_REPORT_DFID_NAME: every entry created or
-// renamed into place, with its directory and name) and hands every
-// repository that appears in the workspace, other than those the first
-// shell found (the user's own, which are pinned), to the sandbox's
-// dedicated uid: the .git directory, file or symlink, or a bare
-// repository's directory, changes owner. Git on the host checks exactly
+// renamed into place, with its directory and name; one group per
+// filesystem, shared by every guard there: gitguard_fanotify_linux.go)
+// and hands every repository that appears in the workspace, other than
+// those the first shell found (the user's own, which are pinned), to
+// the sandbox's dedicated uid: the .git directory, file or symlink, or
+// a bare repository's directory, changes owner. Git on the host checks exactly
 // that owner (safe.directory): the user's git, and root's, now refuse the
 // repository as "dubious ownership" and run nothing from it. The user
 // keeps the access they had as its owner through an ACL entry (or, where
@@ -64,14 +65,21 @@ type gitGuard struct {
 	owner int    // the dedicated uid repositories go to
 	log   *slog.Logger
 
-	fan  int // the fanotify group, or -1
-	wake [2]int
-
-	armed chan struct{} // closed once the base is known
-	done  chan struct{} // closed when the loop has ended
+	// watches are the guard's, one per filesystem (and mount) the
+	// workspace spans, through the shared groups (fanGroups); mounts are
+	// the descriptors of the submounts among them (the workspace's is
+	// wsFd), closed once the watches are gone.
+	watches []*fanWatch
+	mounts  []int
 
 	mu   sync.Mutex
 	base map[devIno]bool // the user's own repositories (gitdirs, bare ones)
+	// armed is set once the base is known; until then what the watch
+	// sees waits in pending (missed: more than maxPending came, and
+	// arm sweeps the workspace instead).
+	armed   bool
+	pending []pendingEntry
+	missed  bool
 	// noACL is set once the filesystem refused an ACL: the group bits
 	// serve instead.
 	noACL  bool
@@ -85,6 +93,19 @@ type gitGuard struct {
 	stopOnce  sync.Once
 }
 
+// pendingEntry is an entry the watch saw before arm: name in dir (an
+// O_PATH descriptor the entry owns).
+type pendingEntry struct {
+	dir     int
+	name    string
+	gitName bool
+}
+
+// maxPending bounds the entries a guard keeps until arm (repositories
+// the user or the host made in the workspace between Create and the
+// first shell's start); past it, arm sweeps the workspace.
+const maxPending = 1024
+
 // newGitGuard makes the guard of ws for repositories of uid user, to be
 // handed to owner (gid: the sandbox's group, for filesystems without
 // ACLs), and starts its watch, which acts once arm says which
@@ -97,26 +118,16 @@ func newGitGuard(ws string, user, gid, owner int, log *slog.Logger) (*gitGuard, 
 	if err != nil {
 		return nil, err
 	}
-	g.done = make(chan struct{}) // the loop's, from here
 	if err := g.watch(); err != nil {
-		for _, fd := range []int{g.fan, g.wake[0], g.wake[1]} {
-			if fd >= 0 {
-				unix.Close(fd)
-			}
-		}
-		g.fan, g.wake = -1, [2]int{-1, -1}
-		close(g.done)
+		g.unwatch(context.Background()) // nothing was handed to it yet
 		return g, err
 	}
-	go g.loop()
 	return g, nil
 }
 
 // newGitGuardSweeper is a guard that does not watch: it only sweeps.
 func newGitGuardSweeper(ws string, user, gid, owner int, log *slog.Logger) (*gitGuard, error) {
-	g := &gitGuard{ws: ws, user: user, gid: gid, owner: owner, log: log, fan: -1, wsFd: -1, wake: [2]int{-1, -1},
-		armed: make(chan struct{}), done: make(chan struct{}), base: map[devIno]bool{}}
-	close(g.done)
+	g := &gitGuard{ws: ws, user: user, gid: gid, owner: owner, log: log, wsFd: -1, base: map[devIno]bool{}}
 	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0) // not O_PATH: open_by_handle_at refuses one
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: ws, Err: err}
@@ -125,24 +136,10 @@ func newGitGuardSweeper(ws string, user, gid, owner int, log *slog.Logger) (*git
 	return g, nil
 }
 
-// watch sets up the fanotify group: every entry created or renamed into
-// place on the filesystems the workspace spans.
+// watch has the workspace's filesystem watched, and those of the mounts
+// below it (the sandbox gets the workspace with its submounts), by the
+// groups of those filesystems (fanGroups).
 func (g *gitGuard) watch() error {
-	var err error
-	g.fan, err = unix.FanotifyInit(unix.FAN_CLASS_NOTIF|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK|unix.FAN_UNLIMITED_QUEUE|unix.FAN_REPORT_DFID_NAME,
-		unix.O_RDONLY|unix.O_CLOEXEC|unix.O_LARGEFILE)
-	if err != nil {
-		g.fan = -1
-		return os.NewSyscallError("fanotify_init", err)
-	}
-	// Its own filesystem, and any mounted below it (the sandbox gets
-	// the workspace with its submounts).
-	for _, p := range append([]string{g.ws}, submounts(g.ws)...) {
-		if err := unix.FanotifyMark(g.fan, unix.FAN_MARK_ADD|unix.FAN_MARK_FILESYSTEM,
-			unix.FAN_CREATE|unix.FAN_MOVED_TO|unix.FAN_ONDIR, unix.AT_FDCWD, p); err != nil {
-			return &os.PathError{Op: "fanotify_mark", Path: p, Err: err}
-		}
-	}
 	// Events name directories by handle: one that cannot be opened
 	// (no CAP_DAC_READ_SEARCH) would make every event a failure.
 	h, _, err := unix.NameToHandleAt(g.wsFd, "", unix.AT_EMPTY_PATH)
@@ -154,8 +151,22 @@ func (g *gitGuard) watch() error {
 		return &os.PathError{Op: "open_by_handle_at", Path: g.ws, Err: err}
 	}
 	unix.Close(fd)
-	if err := unix.Pipe2(g.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return os.NewSyscallError("pipe2", err)
+	w, err := fanGroups.watch(g, g.ws, g.wsFd)
+	if err != nil {
+		return err
+	}
+	g.watches = append(g.watches, w)
+	for _, p := range submounts(g.ws) {
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: p, Err: err}
+		}
+		g.mounts = append(g.mounts, fd)
+		w, err := fanGroups.watch(g, p, fd)
+		if err != nil {
+			return err
+		}
+		g.watches = append(g.watches, w)
 	}
 	return nil
 }
@@ -206,10 +217,24 @@ func (g *gitGuard) arm(repos []Repo) {
 			g.log.Warn("sandbox git guard: no record for a daemon that dies", "err", err)
 		}
 	}
-	select {
-	case <-g.armed:
-	default:
-		close(g.armed)
+	g.setArmed()
+}
+
+// setArmed lets the guard act on what its watch sees, and acts on what
+// it saw until now.
+func (g *gitGuard) setArmed() {
+	g.mu.Lock()
+	pending, missed := g.pending, g.missed
+	g.armed, g.pending, g.missed = true, nil, false
+	g.mu.Unlock()
+	for _, e := range pending {
+		if where, err := os.Readlink(fdPath(e.dir)); err == nil && within(where, g.ws) {
+			g.act(e.dir, e.name, where, e.gitName)
+		}
+		unix.Close(e.dir)
+	}
+	if missed {
+		g.sweepAll()
 	}
 }
 
@@ -228,32 +253,28 @@ func (g *gitGuard) idOf(rel string) (devIno, bool) {
 	return devIno{st.Dev, st.Ino}, true
 }
 
-// stop ends the watch once every event queued so far has been handled,
-// and waits for it. Safe to call more than once.
-func (g *gitGuard) stop() {
+// stop ends the watch once every event queued so far has been handled
+// (or ctx is done: the sweep that follows finds what it left), and
+// waits for it. Safe to call more than once.
+func (g *gitGuard) stop(ctx context.Context) {
 	g.stopOnce.Do(func() {
-		select {
-		case <-g.armed:
-		default:
-			close(g.armed) // never armed: what it saw is handled as new
-		}
-		if g.wake[1] >= 0 {
-			unix.Write(g.wake[1], []byte{0})
-		}
-		<-g.done
-		g.closeFds()
+		g.unwatch(ctx)
+		g.setArmed() // if never armed, what it saw is handled as new
 		g.mu.Lock()
 		g.logTotalLocked()
 		g.mu.Unlock()
 	})
 }
 
-func (g *gitGuard) closeFds() {
-	for _, fd := range []int{g.fan, g.wake[0], g.wake[1]} {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
+// unwatch ends the guard's watches and closes the submounts'
+// descriptors: once it returns, no group hands the guard anything.
+func (g *gitGuard) unwatch(ctx context.Context) {
+	fanGroups.unwatchAll(ctx, g.watches)
+	g.watches = nil
+	for _, fd := range g.mounts {
+		unix.Close(fd)
 	}
+	g.mounts = nil
 }
 
 // closeWs closes the workspace's descriptor, after the last sweep.
@@ -266,100 +287,36 @@ func (g *gitGuard) closeWs() {
 	}
 }
 
-// loop reads events until stop, draining the queue before it ends.
-func (g *gitGuard) loop() {
-	defer close(g.done)
-	<-g.armed
-	buf := make([]byte, 64<<10)
-	fds := []unix.PollFd{{Fd: int32(g.fan), Events: unix.POLLIN}, {Fd: int32(g.wake[0]), Events: unix.POLLIN}}
-	for {
-		stopping := false
-		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
-			g.log.Error("sandbox git guard: poll", "workspace", g.ws, "err", err)
-			return
+// entry acts on name, created in dir (where: its path), which a group
+// found in the workspace; before arm, it keeps it for then. The group's
+// lock is held: dir is the group's.
+func (g *gitGuard) entry(dir int, name, where string, gitName bool) {
+	g.mu.Lock()
+	if !g.armed {
+		if len(g.pending) >= maxPending {
+			g.missed = true
+		} else if fd, err := unix.FcntlInt(uintptr(dir), unix.F_DUPFD_CLOEXEC, 0); err != nil {
+			g.missed = true
+		} else {
+			g.pending = append(g.pending, pendingEntry{dir: fd, name: name, gitName: gitName})
 		}
-		if fds[1].Revents != 0 {
-			stopping = true
-		}
-		for {
-			n, err := unix.Read(g.fan, buf)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil || n <= 0 {
-				break // EAGAIN: drained
-			}
-			g.events(buf[:n])
-		}
-		if stopping {
-			return
-		}
-	}
-}
-
-// events handles one read's worth of fanotify events.
-func (g *gitGuard) events(b []byte) {
-	const metaLen = 24 // struct fanotify_event_metadata
-	for len(b) >= metaLen {
-		evLen := int(binary.NativeEndian.Uint32(b[0:4]))
-		mlen := int(binary.NativeEndian.Uint16(b[6:8]))
-		mask := binary.NativeEndian.Uint64(b[8:16])
-		if evLen < metaLen || evLen > len(b) {
-			return
-		}
-		ev := b[:evLen]
-		b = b[evLen:]
-		if mask&unix.FAN_Q_OVERFLOW != 0 {
-			g.log.Warn("sandbox git guard: events lost; sweeping the workspace", "workspace", g.ws)
-			g.sweepAll()
-			continue
-		}
-		for info := ev[mlen:]; len(info) >= 4; {
-			typ, ilen := info[0], int(binary.NativeEndian.Uint16(info[2:4]))
-			if ilen < 4 || ilen > len(info) {
-				break
-			}
-			rec := info[:ilen]
-			info = info[ilen:]
-			if typ != unix.FAN_EVENT_INFO_TYPE_DFID_NAME || len(rec) < 4+8+8 {
-				continue
-			}
-			hb := int(binary.NativeEndian.Uint32(rec[12:16]))
-			ht := int32(binary.NativeEndian.Uint32(rec[16:20]))
-			if 20+hb > len(rec) {
-				continue
-			}
-			handle := rec[20 : 20+hb]
-			name, _, _ := strings.Cut(string(rec[20+hb:]), "\x00")
-			g.entry(unix.NewFileHandle(ht, handle), name)
-		}
-	}
-}
-
-// entry acts on name created in the directory behind h.
-func (g *gitGuard) entry(h unix.FileHandle, name string) {
-	gitName := strings.EqualFold(name, ".git")
-	if !gitName && !quarantineNames[name] {
+		g.mu.Unlock()
 		return
 	}
-	dir, err := unix.OpenByHandleAt(g.wsFd, h, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
-	if err != nil {
-		if err != unix.ESTALE && err != unix.ENOENT {
-			g.log.Warn("sandbox git guard: open by handle", "workspace", g.ws, "name", name, "err", err)
-		}
-		return // gone already
-	}
-	defer unix.Close(dir)
-	p, err := os.Readlink(fdPath(dir))
-	if err != nil || !within(p, g.ws) {
-		return // not in the workspace (or no longer linked)
-	}
+	g.mu.Unlock()
+	g.act(dir, name, where, gitName)
+}
+
+// act hands over what name, created in dir, made a repository of: the
+// entry itself if it is a .git, else dir if that is now a bare
+// repository.
+func (g *gitGuard) act(dir int, name, where string, gitName bool) {
 	if gitName {
-		g.quarantineAt(dir, name, p)
+		g.quarantineAt(dir, name, where)
 		return
 	}
 	if bareLike(dir) {
-		g.quarantineAt(dir, "", p)
+		g.quarantineAt(dir, "", where)
 	}
 }
 
@@ -566,13 +523,13 @@ func (s *nativeSandbox) startGuard(ctx context.Context, fresh bool) {
 	s.guard = g
 }
 
-// stopGuard ends the guard's watch, once it has handled every event, and
-// sweeps the whole workspace.
-func (s *nativeSandbox) stopGuard() {
+// stopGuard ends the guard's watch, once it has handled every event (or
+// ctx is done), and sweeps the whole workspace.
+func (s *nativeSandbox) stopGuard(ctx context.Context) {
 	if s.guard == nil {
 		return
 	}
-	s.guard.stop()
+	s.guard.stop(ctx)
 	s.guard.sweepAll()
 	s.guard.closeWs()
 	os.Remove(s.guard.record)

@@ -187,7 +187,7 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 	if d.opts.Cgroups != nil {
 		g, err := d.opts.Cgroups(spec.ID, spec.Limits)
 		if err != nil {
-			s.stopGuard()
+			s.stopGuard(ctx)
 			s.releaseDisk()
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("sandbox %s: cgroup: %w", spec.ID, err)
@@ -1098,7 +1098,7 @@ func (s *nativeSandbox) destroy(ctx context.Context) error {
 	}
 	// Every repository the agent made is handed over, once nothing in
 	// the sandbox can make another: the watch's last events, then a walk.
-	s.stopGuard()
+	s.stopGuard(ctx)
 	// Only once every process that could write the disk is gone: else
 	// it stays mounted, for the next daemon's Cleanup.
 	if gone {

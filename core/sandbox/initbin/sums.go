@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "dbdf01a6b683c196170fb507abe392cfc7acef212a2712413b4da42ef645c2fc",
-	"arm64": "ab1bda038d91a50a87db238f9a0d98c4b918847754e6120c0bd35d0f957dd212",
+	"amd64": "cd0e4779527074e105cddaf1019cfe63400063810d70eb7da632270037e3e273",
+	"arm64": "c3bb3979590b59dc91e9b9b300b5c10de1d77475f2ad126866dc2f97d5a16ded",
 }

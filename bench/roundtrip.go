@@ -143,23 +143,11 @@ func bashCLatency(ctx context.Context, n int) (latencies, error) {
 // ptyLatency is the floor: one line through the PTY line discipline to
 // `cat` and back, with nothing else in the way.
 func ptyLatency(ctx context.Context, n int) (latencies, error) {
-	master, slave, err := openPTY()
-	if err != nil {
-		return latencies{}, err
-	}
-	defer master.Close()
-	cmd := exec.Command("cat")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	err = cmd.Start()
-	slave.Close()
+	master, stop, err := startOnPTY(exec.Command("cat"))
 	if err != nil {
 		return latencies{}, fmt.Errorf("raw pty: start cat: %w", err)
 	}
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+	defer stop()
 
 	line := []byte("x\n")
 	buf := make([]byte, 4096)
@@ -227,24 +215,13 @@ func bashLatency(ctx context.Context, n int, p barePrompt) (latencies, error) {
 	if err != nil {
 		return latencies{}, fmt.Errorf("bare bash: %w", err)
 	}
-	master, slave, err := openPTY()
-	if err != nil {
-		return latencies{}, err
-	}
-	defer master.Close()
 	cmd := exec.Command("bash", "--noprofile", "--rcfile", rc.Name(), "--noediting", "-i")
 	cmd.Env = append(os.Environ(), "HISTFILE=", "TERM=dumb")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	err = cmd.Start()
-	slave.Close()
+	master, stop, err := startOnPTY(cmd)
 	if err != nil {
 		return latencies{}, fmt.Errorf("bare bash: start: %w", err)
 	}
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+	defer stop()
 	buf := make([]byte, 0, 4096)
 	// readPrompt reads until what came ends with the prompt's end.
 	readPrompt := func() error {
@@ -386,4 +363,27 @@ func ptyDrain(ctx context.Context, script string) (int64, time.Duration, error) 
 		return n, d, fmt.Errorf("raw pty: %q: %w", script, cause(ctx, err))
 	}
 	return n, d, rerr
+}
+
+// startOnPTY starts cmd in a session of its own with a fresh PTY as its
+// controlling terminal and stdio. It returns the master and stop, which
+// kills and reaps cmd and closes the master.
+func startOnPTY(cmd *exec.Cmd) (*os.File, func(), error) {
+	master, slave, err := openPTY()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err = cmd.Start()
+	slave.Close()
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	return master, func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		master.Close()
+	}, nil
 }

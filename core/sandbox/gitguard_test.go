@@ -371,6 +371,19 @@ func fanotifyGroups(tb testing.TB, path string) int {
 	// fdinfo names a filesystem mark's device as the kernel's dev_t,
 	// in hex: major<<20 | minor.
 	sdev := fmt.Sprintf("sdev:%x ", unix.Major(st.Dev)<<20|unix.Minor(st.Dev))
+	return countFanotify(tb, sdev)
+}
+
+// fanotifyFds counts the process's fanotify descriptors.
+func fanotifyFds(tb testing.TB) int {
+	tb.Helper()
+	return countFanotify(tb, "")
+}
+
+// countFanotify counts the process's fanotify descriptors whose fdinfo
+// holds mark ("" counts them all).
+func countFanotify(tb testing.TB, mark string) int {
+	tb.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		tb.Fatal(err)
@@ -380,26 +393,13 @@ func fanotifyGroups(tb testing.TB, path string) int {
 		if l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); l != "anon_inode:[fanotify]" {
 			continue
 		}
-		info, _ := os.ReadFile(filepath.Join("/proc/self/fdinfo", e.Name()))
-		if strings.Contains(string(info), sdev) {
-			n++
+		if mark != "" {
+			info, _ := os.ReadFile(filepath.Join("/proc/self/fdinfo", e.Name()))
+			if !strings.Contains(string(info), mark) {
+				continue
+			}
 		}
-	}
-	return n
-}
-
-// fanotifyFds counts the process's fanotify descriptors.
-func fanotifyFds(tb testing.TB) int {
-	tb.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); l == "anon_inode:[fanotify]" {
-			n++
-		}
+		n++
 	}
 	return n
 }

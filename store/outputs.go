@@ -200,7 +200,7 @@ func (w *outputWriter) flush() {
 	}
 	// Not the caller's context: an output spilled while a command is being
 	// interrupted must still be kept.
-	if err := w.s.submit(context.Background(), op); err != nil {
+	if err := w.s.enqueue(context.Background(), op); err != nil {
 		w.err = fmt.Errorf("output %s: %w", w.ID(), err)
 		return
 	}

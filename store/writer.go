@@ -74,11 +74,20 @@ type wtx struct {
 	arena      []byte
 }
 
-// submit queues o for the writer. The context bounds only the wait for a
-// place in the queue: once queued, the op is committed or fails on its
-// own, and the caller must wait for its outcome, or it could not tell an
-// event that was recorded from one that was not.
-func (s *Store) submit(ctx context.Context, o op) error {
+// submit queues o for the writer, or commits it on the caller's
+// goroutine (see below). The context bounds only the wait for a place in
+// the queue: once queued, the op is committed or fails on its own, and
+// the caller must wait for its outcome, or it could not tell an event that
+// was recorded from one that was not.
+func (s *Store) submit(ctx context.Context, o op) error { return s.submitOp(ctx, o, true) }
+
+// enqueue queues o for the writer goroutine, never committing it on the
+// caller's: for a caller that goes on working while its op commits (an
+// output's chunks, several in flight), a commit on its own goroutine,
+// fsyncs included, would stall the very work the queue lets overlap.
+func (s *Store) enqueue(ctx context.Context, o op) error { return s.submitOp(ctx, o, false) }
+
+func (s *Store) submitOp(ctx context.Context, o op, inline bool) error {
 	// Close takes submitMu to set closed, so once it has, every op that
 	// got in is in the queue, where the writer's drain finds it.
 	s.submitMu.RLock()
@@ -91,7 +100,7 @@ func (s *Store) submit(ctx context.Context, o op) error {
 	// writer goroutine and being woken by it cost two wake-ups (on an idle
 	// machine, sleeping CPUs woken) per commit. Once callers overlap, the
 	// writer takes them all, so that they share commits (and fsyncs).
-	if len(s.ops) == 0 && s.commitMu.TryLock() {
+	if inline && len(s.ops) == 0 && s.commitMu.TryLock() {
 		if len(s.ops) == 0 && !s.w.shared() {
 			s.w.recentOps[s.w.commitNo%len(s.w.recentOps)] = 1
 			s.w.commitNo++

@@ -7,8 +7,11 @@ import (
 	"os/exec"
 	"sort"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/harnessd/harnessd/core/event"
 )
@@ -88,4 +91,80 @@ func BenchmarkDetectorLines(b *testing.B) {
 			b.Fatal(ev)
 		}
 	}
+}
+
+// streamScript prints streamBytes of 60-byte lines, block-written.
+const (
+	streamBytes  = 64 << 20
+	streamScript = "yes 'harnessd bench: one log line of sixty bytes, over and over.' | head -c 67108864"
+)
+
+// BenchmarkStream is 64 MiB of line output through a warm terminal (read,
+// markers, display, clean; the output itself discarded) beside the same
+// command read off a bare PTY by a plain read loop, in the same run.
+// cpu-ns/B is this process's CPU (user and system, every thread) per byte:
+// on a machine with few cores, what the reader spends is taken from the
+// program writing the output and from the kernel's tty work, so it is the
+// figure that decides throughput, and it holds better than MB/s on a
+// loaded machine.
+func BenchmarkStream(b *testing.B) {
+	b.Run("terminal", func(b *testing.B) {
+		term, err := New(context.Background(), Options{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer term.Close()
+		ctx := context.Background()
+		b.SetBytes(streamBytes)
+		cpu0 := processCPU(b)
+		for b.Loop() {
+			res, err := term.Run(ctx, event.CmdRun{Command: streamScript, TimeoutS: 120}, io.Discard)
+			if err != nil || res.ExitCode != 0 {
+				b.Fatalf("%v %+v", err, res)
+			}
+		}
+		b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N)/streamBytes, "cpu-ns/B")
+	})
+	b.Run("rawpty", func(b *testing.B) {
+		b.SetBytes(streamBytes)
+		cpu0 := processCPU(b)
+		buf := make([]byte, 32<<10)
+		for b.Loop() {
+			master, slave, err := pty.Open()
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd := exec.Command("bash", "-c", streamScript)
+			cmd.Stdout, cmd.Stderr = slave, slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
+			err = cmd.Start()
+			slave.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for {
+				m, err := master.Read(buf)
+				n += m
+				if err != nil {
+					break // EIO: the slave's last holder is gone
+				}
+			}
+			cmd.Wait()
+			master.Close()
+			if n != streamBytes+streamBytes/60 { // ONLCR: each \n became \r\n
+				b.Fatalf("read %d bytes", n)
+			}
+		}
+		b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N)/streamBytes, "cpu-ns/B")
+	})
+}
+
+// processCPU is this process's user and system time so far, in ns.
+func processCPU(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -17,19 +17,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// chunkSize is the size of one PTY read. The master's line discipline
-// hands out at most 4095 bytes per read (strace of a 1 GiB stream: no
-// read of the master returned more), so a bigger buffer only held queued
-// chunks of 4 KiB in 32 KiB each: 2 MiB of a full queue, not 512 KiB.
-const chunkSize = 8 << 10
+// chunkSize is the size of one chunk. The master's line discipline hands
+// out at most 4095 bytes per read (strace of a 1 GiB stream: no read of
+// the master returned more), so the reader reads again while more is
+// there, up to this, before it hands the chunk over: a command printing
+// fast then costs one goroutine hand-over (a wake-up, often of a sleeping
+// thread) per 16 KiB, not per 4 KiB.
+const chunkSize = 16 << 10
 
 // queueDepth bounds how many unread chunks a shell may queue while nobody is
-// in Run (at most 512 KiB, 256 KiB as reads come). Past that the reader
-// stops reading, the PTY fills and the program blocks on write:
-// backpressure, not unbounded memory.
-const queueDepth = 64
+// in Run (at most 512 KiB; 128 KiB where each read came on its own). Past
+// that the reader stops reading, the PTY fills and the program blocks on
+// write: backpressure, not unbounded memory.
+const queueDepth = 32
 
-// chunk is one read from the PTY master, numbered in read order.
+// chunk is what one readOnce read from the PTY master, numbered in read
+// order.
 type chunk struct {
 	b   []byte
 	seq uint64
@@ -271,19 +274,28 @@ func (sh *shell) read() {
 	}
 }
 
-// readOnce is one non-blocking read of the master, numbered under rmu.
+// readOnce reads the master without blocking until b is full or nothing
+// more is there, and numbers what it read as one, all under rmu: sync
+// reads the master too, and orders its reads against chunks by their
+// numbers, so no read of its may fall between two that make one chunk.
 func (sh *shell) readOnce(fd int, b []byte) (int, uint64, error) {
 	sh.rmu.Lock()
 	defer sh.rmu.Unlock()
-	n, err := unix.Read(fd, b)
+	n := 0
+	var err error
+	for n < len(b) {
+		var m int
+		m, err = unix.Read(fd, b[n:])
+		if m <= 0 {
+			break
+		}
+		n += m
+	}
 	if n > 0 {
 		sh.seq++
 		return n, sh.seq, nil
 	}
-	if n < 0 {
-		n = 0
-	}
-	return n, sh.seq, err
+	return 0, sh.seq, err
 }
 
 // release returns a chunk's buffer once its bytes have been consumed.

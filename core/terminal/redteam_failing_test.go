@@ -156,7 +156,8 @@ func TestRedTeamForgedMarkerWhilePromptInvisible(t *testing.T) {
 // at the deadline the watcher's expire runs the interrupt ladder
 // (terminal.go:1638, 1651 -> interrupt 1402) without first checking
 // isDone, SIGINTs bash at its prompt, and reports exit 130 and TimedOut
-// for `sleep 0.3` with a 1s limit.
+// for `sleep 0.3` with a 1s limit. wait's own hard timer (terminal.go:1220)
+// does the same when it fires before the poll has looked.
 func TestRedTeamWatcherInterruptsFinishedCommand(t *testing.T) {
 	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
 	if res, _ := run(t, term, req{Command: "sleep 0.3", Timeout: time.Second, SoftTimeout: 100 * time.Millisecond}); !res.Running {
@@ -166,6 +167,15 @@ func TestRedTeamWatcherInterruptsFinishedCommand(t *testing.T) {
 	res, out := run(t, term, req{})
 	if res.TimedOut || res.ExitCode != 0 {
 		t.Errorf("sleep 0.3 (1s limit), read at 1.5s: %+v %q, want exit 0, not timed out", res, out)
+	}
+
+	// The same with a call waiting: with the prompt invisible (stderr
+	// away) the end is seen only by wait's poll, which backs off to 100ms,
+	// so the hard timer at 400ms fires first for a command that ended at
+	// ~345ms, and interrupt signals bash at its prompt.
+	res, out = run(t, term, req{Command: "exec 2>/dev/null; sleep 0.34", Timeout: 400 * time.Millisecond})
+	if res.TimedOut || res.ExitCode != 0 {
+		t.Errorf("sleep 0.34 (400ms limit), a call waiting: %+v %q, want exit 0, not timed out", res, out)
 	}
 }
 

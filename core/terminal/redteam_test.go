@@ -99,7 +99,7 @@ func cmdStep(c string, out string, code int) step {
 // TestRedTeamStdoutSwaps: a command that moves bash's fd 1 (or 0) mid-way;
 // the terminal's stdout check (kcmp, then stat) and the commands after.
 func TestRedTeamStdoutSwaps(t *testing.T) {
-	ptyOpen := `python3 -c 'import os,time; m,s=os.openpty(); print(os.ttyname(s), flush=True); time.sleep(20)' >pty.txt & sleep 0.3; exec 1>$(cat pty.txt)`
+	ptyOpen := `python3 -c 'import os,time; m,s=os.openpty(); print(os.ttyname(s), flush=True); time.sleep(20)' >pty.txt & for i in $(seq 100); do [ -s pty.txt ] && break; sleep 0.05; done; exec 1>$(cat pty.txt)`
 	for _, p := range []probe{
 		{name: "exec >file, restore in one command", steps: []step{cmdStep("exec >out.txt; echo hidden; exec >/dev/tty; cat out.txt", "hidden\n", 0)}},
 		{name: "exec 1>&2", steps: []step{cmdStep("exec 1>&2", "", 0)}},
@@ -176,7 +176,7 @@ func TestRedTeamStdinReaders(t *testing.T) {
 			cmdStep(`echo "$x"`, "hello\n", 0),
 		}},
 		{name: "reads later", steps: []step{
-			{req: req{Command: "sleep 0.3; read x; echo got:$x", SoftTimeout: 50 * time.Millisecond}, running: true},
+			{req: req{Command: "sleep 0.1; read x; echo got:$x", SoftTimeout: 20 * time.Millisecond}, running: true},
 			{req: req{Command: "early", IsInput: true}, out: "got:early\n", code: 0},
 		}},
 		{name: "cat and C-d", steps: []step{

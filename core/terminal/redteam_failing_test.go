@@ -258,9 +258,10 @@ func TestRedTeamInterruptRacesReinit(t *testing.T) {
 // (terminal.go:845). The backslash defeats aliases, not functions: after
 // `.() { …; }` every multi-line command runs the function instead and
 // reports its exit code as the command's; after `enable -n .` it reports
-// 127 "command not found". Neither is noticed or repaired.
+// 127 "command not found"; after `set -r` (restricted, which cannot be
+// undone) 1 "bash: .: restricted". None is noticed or repaired.
 func TestRedTeamDotFunctionHijacksSourcedCommands(t *testing.T) {
-	for _, setup := range []string{".() { echo HIJACKED; }", "enable -n . source"} {
+	for _, setup := range []string{".() { echo HIJACKED; }", "enable -n . source", "set -r"} {
 		t.Run(setup, func(t *testing.T) {
 			term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
 			run(t, term, req{Command: setup})

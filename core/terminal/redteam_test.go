@@ -1,0 +1,317 @@
+package terminal
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/harnessd/harnessd/core/event"
+)
+
+// The red team's held probes: things a command did to its shell (its
+// stdout swapped, odd output, stdin reads, deadlines that move) that the
+// terminal handled. Each guards that it stays so. The probes that broke
+// the terminal are in redteam_failing_test.go (build tag redteam).
+
+// step is one call of a probe. When out or code is set the call must end
+// (not Running) with that output or exit code; running means it must
+// still be running.
+type step struct {
+	req
+	out     string // exact output; "-" for "do not check"
+	has     string // output contains this
+	code    int
+	anyCode bool
+	running bool
+	note    string // the note contains this
+}
+
+// probe is a sequence of calls on a fresh terminal, each checked, then
+// `echo ok; pwd`, which must give its own answer.
+type probe struct {
+	name    string
+	steps   []step
+	silent  bool // stdout is away at the end: the check gives no output
+	rebuilt bool // the shell may be rebuilt on the way
+}
+
+func runProbe(t *testing.T, p probe) {
+	t.Helper()
+	term := newTerm(t, Options{SoftTimeout: 3 * time.Second, MaxWait: 10 * time.Second})
+	dir := term.Cwd()
+	pid := term.PID()
+	for i, s := range p.steps {
+		r := s.req
+		if r.SoftTimeout == 0 {
+			r.SoftTimeout = 3 * time.Second
+		}
+		res, out := run(t, term, r)
+		what := r.Command
+		if what == "" {
+			what = "(read)"
+		}
+		switch {
+		case s.running:
+			if !res.Running {
+				t.Errorf("step %d %q: want still running, got %+v %q", i, what, res, out)
+			}
+		case res.Running:
+			t.Errorf("step %d %q: still running: %+v %q", i, what, res, out)
+		case !s.anyCode && res.ExitCode != s.code:
+			t.Errorf("step %d %q: exit %d, want %d (out %q, note %q)", i, what, res.ExitCode, s.code, out, res.Note)
+		}
+		if s.out != "-" && out != s.out && s.has == "" && !s.running {
+			t.Errorf("step %d %q: output %q, want %q (note %q)", i, what, out, s.out, res.Note)
+		}
+		if s.has != "" && !strings.Contains(out, s.has) {
+			t.Errorf("step %d %q: output %q lacks %q", i, what, out, s.has)
+		}
+		if s.note != "" && !strings.Contains(res.Note, s.note) {
+			t.Errorf("step %d %q: note %q lacks %q", i, what, res.Note, s.note)
+		}
+		if res.Rebuilt && !p.rebuilt {
+			t.Errorf("step %d %q: rebuilt: %q", i, what, res.Note)
+		}
+		if !res.Rebuilt && res.PID != pid {
+			t.Errorf("step %d %q: pid %d -> %d without a rebuild", i, what, pid, res.PID)
+		}
+		pid = res.PID
+		if !res.Running && res.Cwd != dir {
+			t.Errorf("step %d %q: cwd %q, want %q", i, what, res.Cwd, dir)
+		}
+	}
+	res, out := run(t, term, req{Command: "echo ok; pwd", SoftTimeout: 3 * time.Second})
+	want := "ok\n" + dir + "\n"
+	if p.silent {
+		want = ""
+	}
+	if res.Running || res.ExitCode != 0 || res.Cwd != dir || !strings.HasSuffix(out, want) {
+		t.Errorf("echo ok; pwd after the probe: %+v %q, want %q", res, out, want)
+	}
+}
+
+func cmdStep(c string, out string, code int) step {
+	return step{req: req{Command: c}, out: out, code: code}
+}
+
+// TestRedTeamStdoutSwaps: a command that moves bash's fd 1 (or 0) mid-way;
+// the terminal's stdout check (kcmp, then stat) and the commands after.
+func TestRedTeamStdoutSwaps(t *testing.T) {
+	ptyOpen := `python3 -c 'import os,time; m,s=os.openpty(); print(os.ttyname(s), flush=True); time.sleep(20)' >pty.txt & for i in $(seq 100); do [ -s pty.txt ] && break; sleep 0.05; done; exec 1>$(cat pty.txt)`
+	for _, p := range []probe{
+		{name: "exec >file, restore in one command", steps: []step{cmdStep("exec >out.txt; echo hidden; exec >/dev/tty; cat out.txt", "hidden\n", 0)}},
+		{name: "exec 1>&2", steps: []step{cmdStep("exec 1>&2", "", 0)}},
+		{name: "exec 1>&- then back", steps: []step{
+			cmdStep("exec 1>&-", "", 0),
+			{req: req{Command: "echo x"}, has: "Bad file descriptor", code: 1, note: "stdout does not go to the terminal"},
+			cmdStep("exec 1>/dev/tty", "", 0),
+		}},
+		{name: "dup away and back", steps: []step{cmdStep("exec 3>&1 >/dev/null; echo hidden; exec 1>&3 3>&-; echo shown", "shown\n", 0)}},
+		{name: "another pty", steps: []step{
+			{req: req{Command: ptyOpen}, out: "-", code: 0},
+			{req: req{Command: "echo lost"}, out: "", code: 0, note: "stdout does not go to the terminal"},
+			cmdStep("exec 1>/dev/tty; echo back", "back\n", 0),
+		}},
+		{name: "another pty, silent at the end", silent: true, steps: []step{{req: req{Command: ptyOpen}, out: "-", code: 0}}},
+		{name: "reopened slave by path", steps: []step{cmdStep("exec 1>/proc/self/fd/0", "", 0)}},
+		{name: "stdin reopened from /dev/tty", steps: []step{cmdStep("exec 0</dev/tty", "", 0)}},
+	} {
+		t.Run(strings.ReplaceAll(p.name, " ", "_"), func(t *testing.T) { runProbe(t, p) })
+	}
+}
+
+// TestRedTeamOutputAndShellState: output shapes, terminal modes and shell
+// settings a command leaves behind.
+func TestRedTeamOutputAndShellState(t *testing.T) {
+	for _, p := range []probe{
+		{name: "no trailing newline", steps: []step{cmdStep("printf abc", "abc", 0)}},
+		{name: "carriage returns", steps: []step{cmdStep(`for i in $(seq 1 2000); do printf '\r%d' $i; done; echo`, "2000\n", 0)}},
+		{name: "clear screen", steps: []step{cmdStep(`printf '\e[2J\e[H\e[3J'; echo after`, "after\n", 0)}},
+		{name: "alt screen on and off", steps: []step{cmdStep("tput smcup; echo inalt; tput rmcup; echo out", "out\n", 0)}},
+		{name: "huge output", steps: []step{{req: req{Command: "seq 1 200000; echo end"}, has: "\n199999\n200000\nend\n", code: 0}}},
+		{name: "stty -icanon", steps: []step{cmdStep("stty -icanon", "", 0)}},
+		{name: "stty -echo -isig", steps: []step{cmdStep("stty -echo -isig", "", 0)}},
+		{name: "PS0", steps: []step{cmdStep("PS0=", "", 0)}},
+		{name: "DEBUG trap renders the prompt", steps: []step{
+			cmdStep(`trap 'printf "%s" "${PS1@P}"' DEBUG`, "", 0),
+			cmdStep("(exit 5)", "", 5),
+			cmdStep("trap - DEBUG", "", 0),
+		}},
+		{name: "SIGINT ignored, hard timeout", steps: []step{{req: req{Command: "trap '' INT; sleep 5", Timeout: 300 * time.Millisecond}, out: "-", code: 137, note: "SIGKILL"}}},
+		{name: "set -t", rebuilt: true, steps: []step{{req: req{Command: "set -t"}, out: "", anyCode: true}}},
+		{name: "exec sh, then exit", rebuilt: true, steps: []step{
+			{req: req{Command: "exec sh", SoftTimeout: 300 * time.Millisecond}, running: true},
+			{req: req{Command: "exit", IsInput: true}, out: "-", anyCode: true},
+		}},
+		{name: "background writer", steps: []step{
+			{req: req{Command: "(for i in 1 2 3; do sleep 0.05; echo bg$i; done) &"}, out: "-", code: 0},
+			{req: req{Command: "sleep 0.3; echo mine"}, has: "bg3\n", code: 0},
+		}},
+		{name: "fork, parent exits", steps: []step{
+			cmdStep("sh -c '(sleep 0.2; echo LATE) &'; echo parent", "parent\n", 0),
+			{req: req{Command: "sleep 0.4; echo mine"}, has: "LATE\n", code: 0},
+		}},
+	} {
+		t.Run(strings.ReplaceAll(p.name, " ", "_"), func(t *testing.T) { runProbe(t, p) })
+	}
+}
+
+// TestRedTeamStdinReaders: the typing path reads bash's read count and
+// its line reader's buffer; reads by the read builtin, mapfile or source
+// must never look like bash's prompt.
+func TestRedTeamStdinReaders(t *testing.T) {
+	soft := 250 * time.Millisecond
+	stuck := func(c string) []step {
+		return []step{
+			{req: req{Command: c, SoftTimeout: soft}, running: true},
+			{req: req{Command: "C-c", IsInput: true}, out: "-", code: 130},
+		}
+	}
+	for _, p := range []probe{
+		{name: "read", steps: []step{
+			{req: req{Command: "read x", SoftTimeout: soft}, running: true},
+			{req: req{Command: "hello", IsInput: true}, out: "", code: 0},
+			cmdStep(`echo "$x"`, "hello\n", 0),
+		}},
+		{name: "reads later", steps: []step{
+			{req: req{Command: "sleep 0.1; read x; echo got:$x", SoftTimeout: 20 * time.Millisecond}, running: true},
+			{req: req{Command: "early", IsInput: true}, out: "got:early\n", code: 0},
+		}},
+		{name: "cat and C-d", steps: []step{
+			{req: req{Command: "cat", SoftTimeout: soft}, running: true},
+			{req: req{Command: "abc", IsInput: true, SoftTimeout: soft}, running: true},
+			{req: req{Command: "<C-d>", IsInput: true}, out: "", code: 0},
+		}},
+		{name: "read -N 1024", steps: stuck("read -N 1024 x")},
+		{name: "read -d ''", steps: stuck("read -d '' x")},
+		{name: "mapfile", steps: stuck("mapfile -n 1 a")},
+		{name: "source /dev/stdin", steps: stuck("source /dev/stdin")},
+		{name: "forked child reads after parent exits", steps: []step{
+			cmdStep("python3 -c 'import os,sys,time\nif os.fork()==0:\n  time.sleep(0.2); sys.stdin.readline()\n' 2>/dev/null", "", 0),
+			cmdStep("sleep 0.4; echo mine", "mine\n", 0),
+		}},
+	} {
+		t.Run(strings.ReplaceAll(p.name, " ", "_"), func(t *testing.T) { runProbe(t, p) })
+	}
+}
+
+// TestRedTeamDeadlines: the hard-timeout watcher is woken only when a
+// deadline moves earlier; later deadlines, earlier ones after a finished
+// command, a stream of them, concurrent calls, an Interrupt racing the
+// deadline, and Close during the unattended ladder.
+func TestRedTeamDeadlines(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: 3 * time.Second})
+	waitIdle := func(what string, within time.Duration) {
+		t.Helper()
+		t0 := time.Now()
+		for term.Running() && time.Since(t0) < within {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if term.Running() {
+			t.Fatalf("%s: still running after %s", what, within)
+		}
+	}
+
+	// A late deadline armed, then an earlier one: the watcher must wake.
+	run(t, term, req{Command: "sleep 0.1", Timeout: 10 * time.Second, SoftTimeout: 20 * time.Millisecond})
+	time.Sleep(300 * time.Millisecond)
+	run(t, term, req{Command: "sleep 30", Timeout: 400 * time.Millisecond, SoftTimeout: 20 * time.Millisecond})
+	waitIdle("earlier deadline", 3*time.Second)
+	if res, _ := run(t, term, req{}); !res.TimedOut || res.ExitCode != 130 {
+		t.Errorf("earlier deadline: %+v", res)
+	}
+
+	// An early deadline armed, then a later one: the first timer's wake
+	// must not interrupt the second command.
+	run(t, term, req{Command: "sleep 0.05", Timeout: 400 * time.Millisecond, SoftTimeout: 10 * time.Millisecond})
+	time.Sleep(100 * time.Millisecond)
+	run(t, term, req{Command: "sleep 0.5; echo fine", Timeout: 5 * time.Second, SoftTimeout: 20 * time.Millisecond})
+	time.Sleep(700 * time.Millisecond)
+	if res, out := run(t, term, req{}); res.TimedOut || res.ExitCode != 0 || out != "fine\n" {
+		t.Errorf("later deadline: %+v %q", res, out)
+	}
+
+	// A stream of shrinking deadlines, then a short one.
+	for i := range 10 {
+		res, _ := run(t, term, req{Command: "sleep 0.02", Timeout: time.Duration(3000-250*i) * time.Millisecond, SoftTimeout: time.Second})
+		if res.Running || res.TimedOut {
+			t.Fatalf("stream %d: %+v", i, res)
+		}
+	}
+	run(t, term, req{Command: "sleep 30", Timeout: 300 * time.Millisecond, SoftTimeout: 20 * time.Millisecond})
+	waitIdle("after the stream", 3*time.Second)
+	run(t, term, req{})
+
+	// Concurrent calls are serialised, each with its own answer.
+	var wg sync.WaitGroup
+	type want struct{ cmd, out string }
+	for _, w := range []want{{"sleep 0.2; echo A", "A\n"}, {"echo B", "B\n"}, {"(exit 4)", ""}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b syncBuffer
+			res, err := term.Run(context.Background(), event.CmdRun{Command: w.cmd}, &b)
+			if err != nil || res.Running || b.String() != w.out || (w.cmd == "(exit 4)") != (res.ExitCode == 4) {
+				t.Errorf("concurrent %q: %+v %v %q", w.cmd, res, err, b.String())
+			}
+		}()
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+
+	// Interrupt racing the hard timeout.
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := term.Run(context.Background(), event.CmdRun{Command: "sleep 5", TimeoutS: 0.3}, &syncBuffer{})
+		done <- res
+	}()
+	time.Sleep(290 * time.Millisecond)
+	for range 5 {
+		_ = term.Interrupt(context.Background())
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case res := <-done:
+		if res.Running || res.ExitCode != 130 {
+			t.Errorf("interrupt vs deadline: %+v", res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("interrupt vs deadline: Run did not return")
+	}
+	if res, out := cmd(t, term, "echo ok"); out != "ok\n" || res.ExitCode != 0 {
+		t.Errorf("after interrupt vs deadline: %+v %q", res, out)
+	}
+
+	// Close while the watcher runs the ladder on a command that ignores
+	// SIGINT.
+	run(t, term, req{Command: "trap '' INT; sleep 10", Timeout: 100 * time.Millisecond, SoftTimeout: 20 * time.Millisecond})
+	time.Sleep(200 * time.Millisecond)
+	closed := make(chan struct{})
+	go func() { term.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close during the unattended ladder did not return")
+	}
+}
+
+// syncBuffer is a writer safe for the test's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b)
+}

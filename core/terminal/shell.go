@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,15 +59,13 @@ type shell struct {
 	rmu sync.Mutex
 	seq uint64
 
-	// What bash looks like at its prompt, learned at the first prompt:
-	// read(0, promptBuf, promptLen) is bash's own line reader, which the
-	// read builtin (a different buffer and size) never is.
-	promptBuf, promptLen uint64
-	image                uint64 // startcode of bash's image; exec changes it
-	procOK               bool   // /proc/PID/syscall could be read
-	markerOnly           bool   // bash cannot be watched at all: its prompt decides
-	nofile               uint64 // bash's soft open-files limit at start
-	tty                  unix.Stat_t
+	// shape is what bash looks like at its prompt (promptShape), replaced
+	// whole, never changed in place: Interrupt reads it without the
+	// terminal's lock while a Run may learn a new one (exec bash).
+	shape      atomic.Pointer[promptShape]
+	markerOnly bool   // bash cannot be watched at all: its prompt decides
+	nofile     uint64 // bash's soft open-files limit at start
+	tty        unix.Stat_t
 
 	proc procFiles // bash's /proc files, kept open for look
 
@@ -452,26 +451,51 @@ func (sh *shell) learn(v procView) bool {
 	if v.nr != unix.SYS_READ || v.args[0] != 0 {
 		return false
 	}
-	sh.procOK = true
-	sh.promptBuf, sh.promptLen = v.args[1], v.args[2]
-	sh.image = v.startcode
+	sh.shape.Store(&promptShape{buf: v.args[1], len: v.args[2], image: v.startcode, procOK: true})
 	return true
+}
+
+// promptShape is what bash looks like at its prompt, learned at the first
+// prompt: read(0, buf, len) is bash's own line reader, which the read
+// builtin (a different buffer and size) never is.
+type promptShape struct {
+	buf, len uint64
+	image    uint64 // startcode of bash's image; exec changes it
+	procOK   bool   // /proc/PID/syscall could be read
+}
+
+// prompt is the shape learned last (zero before the first prompt).
+func (sh *shell) prompt() promptShape {
+	if p := sh.shape.Load(); p != nil {
+		return *p
+	}
+	return promptShape{}
+}
+
+// forgetImage keeps what was learned but the image: a command replaced
+// bash (exec bash), and the new one's is learned at its prompt.
+func (sh *shell) forgetImage() {
+	p := sh.prompt()
+	p.image = 0
+	sh.shape.Store(&p)
 }
 
 // atPrompt reports whether v shows bash blocked in its own line reader, in
 // the foreground, and not stopped.
 func (sh *shell) atPrompt(v procView) bool {
+	p := sh.prompt()
 	return v.fg && v.state != 'T' && v.nr == unix.SYS_READ && v.args[0] == 0 &&
-		v.args[1] == sh.promptBuf && v.args[2] == sh.promptLen && v.startcode == sh.image
+		v.args[1] == p.buf && v.args[2] == p.len && v.startcode == p.image
 }
 
 // otherPrompt reports whether v shows a different bash image (the command
 // ran exec bash) waiting for a line: its line reader, or readline's select.
 func (sh *shell) otherPrompt(v procView) bool {
-	if !v.fg || v.state == 'T' || v.startcode == sh.image {
+	p := sh.prompt()
+	if !v.fg || v.state == 'T' || v.startcode == p.image {
 		return false
 	}
-	if v.nr == unix.SYS_READ && v.args[0] == 0 && v.args[2] == sh.promptLen {
+	if v.nr == unix.SYS_READ && v.args[0] == 0 && v.args[2] == p.len {
 		return true
 	}
 	return v.nr == unix.SYS_PSELECT6 && v.args[0] == 1
@@ -586,7 +610,20 @@ func (sh *shell) signalForeground(sig syscall.Signal) (int, error) {
 	if err != nil || pgrp <= 0 {
 		return 0, unix.Kill(sh.pid, sig)
 	}
-	return pgrp, unix.Kill(-pgrp, sig)
+	return pgrp, killGroup(pgrp, sig)
+}
+
+// killGroup signals process group pg. TIOCGPGRP answers 0, without an
+// error, once nobody holds the terminal's foreground (bash gone, its
+// session's last job exited), and kill(-0) would signal harnessd's own
+// group: a command that ends the shell (`exec sleep 30`) and is then
+// interrupted would have had the daemon SIGINT itself. So pg must name a
+// group, and not init's.
+func killGroup(pg int, sig unix.Signal) error {
+	if pg <= 1 {
+		return fmt.Errorf("signal %v: no process group to signal (%d)", sig, pg)
+	}
+	return unix.Kill(-pg, sig)
 }
 
 // interrupt sends SIGINT to the foreground job as C-c would. bash ignores
@@ -614,12 +651,12 @@ func (sh *shell) interrupt() error {
 	for resent < 25 && time.Since(last) < 200*time.Millisecond && time.Since(begin) < time.Second {
 		time.Sleep(2 * time.Millisecond)
 		cur, err := sh.foreground()
-		if err != nil {
-			return nil
+		if err != nil || cur <= 0 {
+			return nil // nobody holds the terminal: nothing more to signal
 		}
 		switch {
 		case cur == sh.pid:
-			if sh.procOK && sh.atPrompt(sh.look()) {
+			if sh.prompt().procOK && sh.atPrompt(sh.look()) {
 				return nil
 			}
 		case cur != pg:
@@ -631,7 +668,7 @@ func (sh *shell) interrupt() error {
 				pg = cur
 				continue
 			}
-			_ = unix.Kill(-cur, unix.SIGINT)
+			_ = killGroup(cur, unix.SIGINT)
 			pg, last = cur, time.Now()
 			resent++
 		}
@@ -677,7 +714,7 @@ func (sh *shell) sigint() (pg int, start uint64, ok bool, err error) {
 			return sh.pid, start, ok, unix.Kill(sh.pid, unix.SIGINT)
 		}
 		start, ok = startTime(pg)
-		err = unix.Kill(-pg, unix.SIGINT)
+		err = killGroup(pg, unix.SIGINT)
 		if !errors.Is(err, unix.ESRCH) || try == 3 {
 			return pg, start, ok, err
 		}

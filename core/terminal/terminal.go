@@ -517,7 +517,7 @@ func (t *Terminal) Interrupt(ctx context.Context) error {
 	if sh == nil || !t.running.Load() {
 		return ErrNotRunning
 	}
-	if v := sh.look(); sh.procOK && sh.atPrompt(v) {
+	if v := sh.look(); sh.prompt().procOK && sh.atPrompt(v) {
 		return ErrNotRunning
 	}
 	if err := sh.interrupt(); err != nil {
@@ -536,7 +536,7 @@ func (t *Terminal) SendKeys(ctx context.Context, keys string) error {
 	if sh == nil || !t.running.Load() {
 		return ErrNotRunning
 	}
-	if v := sh.look(); sh.procOK && sh.atPrompt(v) {
+	if v := sh.look(); sh.prompt().procOK && sh.atPrompt(v) {
 		return ErrNotRunning
 	}
 	// Keys are sent as written: Enter only where they say so.
@@ -614,6 +614,9 @@ type call struct {
 	cfg     runConfig
 	input   bool // the call sent input: it returns once output settles
 	rebuilt bool
+	// refused: the call's command was not run, since the previous one
+	// still ran; what the call returns is that one's (see result).
+	refused bool
 	notes   []string
 }
 
@@ -715,7 +718,7 @@ func (t *Terminal) run(ctx context.Context, c event.CmdRun, w io.Writer, cfg run
 				return Result{ExitCode: -1}, err
 			}
 			if !done {
-				k.note("the previous command is still running, so this command was NOT run. Send an empty command to read more output, is_input=true to type into the running program, or C-c (is_input=true) to interrupt it.")
+				k.refused = true
 				return t.wait(ctx, k)
 			}
 		}
@@ -1011,6 +1014,7 @@ func (t *Terminal) prepare(ctx context.Context, k *call) error {
 		if err := t.repair(ctx, k, fixes, strings.Join(what, "; ")); err != nil {
 			return err
 		}
+		sh = t.sh // a repair that failed rebuilt the shell
 	}
 	if !sh.fdOnTTY(1) {
 		if !t.stdout {
@@ -1097,6 +1101,7 @@ func (t *Terminal) typeAndWait(ctx context.Context, line string) (*promptMeta, b
 	poll := time.NewTimer(time.Millisecond)
 	defer poll.Stop()
 	delay := time.Millisecond
+	stopped := false
 	for {
 		select {
 		case c, ok := <-t.sh.chunks:
@@ -1113,6 +1118,12 @@ func (t *Terminal) typeAndWait(ctx context.Context, line string) (*promptMeta, b
 			}
 		case <-poll.C:
 			v := t.sh.look()
+			if v.state == 'T' && v.fg && !stopped {
+				// bash stopped itself before it read harnessd's line
+				// (kill -STOP $$ from a job): continue it, as wait does.
+				stopped = true
+				_ = syscall.Kill(t.sh.pid, syscall.SIGCONT)
+			}
 			if t.isDone(v) {
 				if err := t.sync(); err != nil {
 					return nil, false, err
@@ -1145,7 +1156,7 @@ func (t *Terminal) isDone(v procView) bool {
 	if sh.markerOnly {
 		return t.cs.fresh() != nil
 	}
-	if !v.ok || !sh.procOK {
+	if !v.ok || !sh.prompt().procOK {
 		return t.cs.fresh() != nil && v.fg
 	}
 	if v.syscr <= t.cs.syscr0 || !v.fg || v.state == 'T' {
@@ -1154,7 +1165,7 @@ func (t *Terminal) isDone(v procView) bool {
 	if sh.atPrompt(v) {
 		return true
 	}
-	if f := t.cs.fresh(); f != nil && f.editing() && sh.waitingInput(v) && v.startcode == sh.image {
+	if f := t.cs.fresh(); f != nil && f.editing() && sh.waitingInput(v) && v.startcode == sh.prompt().image {
 		return true
 	}
 	return sh.otherPrompt(v) && sh.interactiveBash()
@@ -1297,7 +1308,7 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 		}
 		t.flushOutput()
 		return t.result(f.ExitCode, k, false), nil
-	case sh.procOK && v.fg && sh.image != v.startcode:
+	case sh.prompt().procOK && v.fg && sh.prompt().image != v.startcode:
 		return t.reinit(ctx, k)
 	}
 	return t.invisible(ctx, k)
@@ -1348,7 +1359,7 @@ func (t *Terminal) reinit(ctx context.Context, k *call) (Result, error) {
 	t.flushOutput()
 	t.disp.settled(false)
 	sh := t.sh
-	sh.image = 0 // the new image: learned below
+	sh.forgetImage() // the new image: learned below
 	out := t.sink.w
 	t.sink.w = io.Discard
 	// Line editing goes off in the typed line: turned off inside a
@@ -1402,6 +1413,13 @@ func (t *Terminal) reinit(ctx context.Context, k *call) (Result, error) {
 func (t *Terminal) interrupt(ctx context.Context, k *call) (Result, error) {
 	sh := t.sh
 	limit := time.Since(t.started).Round(time.Millisecond)
+	// The command may have ended before its deadline was acted on (no
+	// call waited, or one waited on output that never showed the prompt:
+	// stderr sent away). A signal now would reach bash at its prompt, or
+	// the next command, and a finished command would be reported killed.
+	if t.isDone(sh.look()) {
+		return t.complete(ctx, k)
+	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 		if v := sh.look(); v.state == 'T' {
 			_ = syscall.Kill(sh.pid, syscall.SIGCONT)
@@ -1576,13 +1594,23 @@ func (t *Terminal) result(code int, k *call, running bool) Result {
 		cwd := t.last.Cwd
 		t.cwd.Store(&cwd)
 	}
+	notes := k.notes
+	if k.refused {
+		// The exit code and output are the previous command's: say so
+		// first, whether it still runs or ended while this call waited.
+		first := "the previous command is still running, so this command was NOT run. Send an empty command to read more output, is_input=true to type into the running program, or C-c (is_input=true) to interrupt it."
+		if !running {
+			first = fmt.Sprintf("this command was NOT run: the previous command was still running when it came, and has since finished, with exit code %d; the output, exit code and directory here are that command's. Send this command again to run it.", code)
+		}
+		notes = append([]string{first}, notes...)
+	}
 	return Result{
 		ExitCode: code,
 		Cwd:      t.last.Cwd,
 		PID:      t.sh.pid,
 		Running:  running,
 		Rebuilt:  k.rebuilt,
-		Note:     strings.Join(k.notes, " "),
+		Note:     strings.Join(notes, " "),
 		Duration: time.Since(k.begin),
 	}
 }
@@ -1654,7 +1682,9 @@ func (t *Terminal) expire() {
 		return
 	}
 	t.flushOutput()
-	res.Note = "the command hit its hard timeout while no call was waiting: " + res.Note
+	if res.TimedOut {
+		res.Note = "the command hit its hard timeout while no call was waiting: " + res.Note
+	}
 	cr.res = res
 	t.carry = cr
 }

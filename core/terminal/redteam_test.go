@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -314,4 +315,56 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return string(s.b)
+}
+
+// TestRedTeamSemicolonInCwd: parseMarker split the marker body with
+// strings.SplitN(s, ";", 7) and wanted exactly 6 fields, but the last
+// field, ${PWD@Q}, may itself hold ';'. `cd 'a;b'` made every prompt
+// "bad": the command's exit code was lost, the repair could not help, and
+// the shell was rebuilt. No attacker needed.
+func TestRedTeamSemicolonInCwd(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+	dir := filepath.Join(term.Cwd(), "a;b")
+	res, out := run(t, term, req{Command: "mkdir -p 'a;b' && cd 'a;b' && echo in"})
+	if res.Rebuilt || res.ExitCode != 0 || res.Cwd != dir || out != "in\n" {
+		t.Errorf("cd into a directory named a;b: %+v %q, want exit 0, cwd %q", res, out, dir)
+	}
+}
+
+// TestRedTeamDeepCwd: a marker body longer than maxMeta (then 16 KiB) was
+// "not ours", but $PWD has no such bound: after cd into a 17 KiB path the
+// prompt's metadata was printed as output, the exit code lost and the
+// shell rebuilt. Past maxMeta (now 64 KiB) the cwd is reported unknown,
+// with a note, and the exit code still counts.
+func TestRedTeamDeepCwd(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: 3 * time.Second})
+	res, out := run(t, term, req{Command: `d=$(printf 'x%.0s' {1..250}); for i in $(seq 70); do mkdir $d && cd $d || break; done; echo ${#PWD}`})
+	if res.Rebuilt || res.ExitCode != 0 || len(res.Cwd) < 17000 || strings.Contains(out, "braceexpand") {
+		t.Errorf("cd into a 17 KiB path: exit %d, rebuilt %v, cwd length %d, output starts %q", res.ExitCode, res.Rebuilt, len(res.Cwd), out[:min(len(out), 120)])
+	}
+	res, out = run(t, term, req{Command: `for i in $(seq 200); do mkdir $d && cd $d || break; done; (exit 4)`})
+	if res.Rebuilt || res.ExitCode != 4 || res.Cwd != "" || !strings.Contains(res.Note, "`pwd` prints it") || strings.Contains(out, "braceexpand") {
+		t.Errorf("cd into a 67 KiB path: %+v, output starts %q", res, out[:min(len(out), 120)])
+	}
+	if term.Cwd() != "" {
+		t.Errorf("Cwd() after cd into a 67 KiB path: %d bytes, want empty (unknown)", len(term.Cwd()))
+	}
+	res, out = run(t, term, req{Command: "cd / && pwd"})
+	if res.Rebuilt || res.ExitCode != 0 || res.Cwd != "/" || out != "/\n" || res.Note != "" {
+		t.Errorf("cd / after: %+v %q", res, out)
+	}
+}
+
+// TestRedTeamUnterminatedForgedMarker: a command prints the marker's
+// prefix (nonce from ${PS1@P}) and "p;" without a BEL. The scanner held
+// everything after it as a marker body until the real prompt's BEL, then
+// rejected the whole as bad: the command's own output after it ("after")
+// was lost, and the note blamed PS1. Now a body is checked as it arrives
+// and released at its first byte no marker has there.
+func TestRedTeamUnterminatedForgedMarker(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+	res, out := run(t, term, req{Command: `p=${PS1@P}; printf '%s' "${p%%;p;*};p;"; echo after; (exit 5)`})
+	if res.ExitCode != 5 || !strings.Contains(out, "after") {
+		t.Errorf("output after an unterminated marker: %+v %q, want exit 5 and %q", res, out, "after")
+	}
 }

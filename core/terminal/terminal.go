@@ -1572,9 +1572,12 @@ func (t *Terminal) result(code int, k *call, running bool) Result {
 	if running {
 		code = -1
 	}
-	if t.last.Cwd != "" {
+	if t.last.Cwd != "" || t.last.CwdCut {
 		cwd := t.last.Cwd
 		t.cwd.Store(&cwd)
+	}
+	if t.last.CwdCut && !running {
+		k.note("The working directory is over %d KiB long, more than harnessd reads from bash's prompt, so Cwd is empty; `pwd` prints it.", maxMeta>>10)
 	}
 	return Result{
 		ExitCode: code,

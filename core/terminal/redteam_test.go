@@ -450,3 +450,20 @@ func TestRedTeamReopenedTTYNotes(t *testing.T) {
 		t.Errorf("exec >/dev/null: no note: %+v", res)
 	}
 }
+
+// TestRedTeamAltScreenOutputOfFinishedCommand: a command that ended with
+// the alternate screen still on lost everything it printed there: route()
+// sends altMode bytes only to the emulator, and settled(false) dropped the
+// emulator without writing its text. The doc says a program that ends is
+// line output; now its screen's text ends the output, with a note.
+func TestRedTeamAltScreenOutputOfFinishedCommand(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+	res, out := run(t, term, req{Command: `printf '\033[?1049h'; echo inalt; (exit 3)`})
+	if res.Running || res.ExitCode != 3 || !strings.Contains(out, "inalt") || !strings.Contains(res.Note, "alternate screen") {
+		t.Errorf("finished command left in the alternate screen: %+v %q, want its output %q", res, out, "inalt")
+	}
+	// The next command's output is line output again.
+	if res, out := run(t, term, req{Command: "echo next"}); out != "next\n" || res.Note != "" {
+		t.Errorf("echo next after: %+v %q", res, out)
+	}
+}

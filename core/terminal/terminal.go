@@ -1304,6 +1304,9 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 		t.busy = false
 		t.running.Store(false)
 		t.deadline.Store(0)
+		if err := t.endScreen(k); err != nil {
+			return Result{ExitCode: -1}, err
+		}
 		t.disp.settled(false)
 		if t.sink.syntaxError() {
 			k.note("bash could not parse the command (see its error above: often an unclosed quote, bracket or heredoc); lines before the error may have run, the rest did not. Fix it and send the whole command again.")
@@ -1316,11 +1319,34 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 	return t.invisible(ctx, k)
 }
 
+// endScreen writes the alternate screen's text for a command that ended
+// without leaving it (a full-screen program that did not restore the
+// screen, or printf '\033[?1049h'): what it printed there went only to
+// the screen model, which settled then drops.
+func (t *Terminal) endScreen(k *call) error {
+	if t.disp.mode != altMode {
+		return nil
+	}
+	scr := t.disp.screen()
+	if scr == nil {
+		return nil
+	}
+	t.flushOutput()
+	if _, err := io.WriteString(t.sink.w, scr.Text()); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	k.note("the command ended with the terminal still in the alternate screen; the output ends with that screen's text (%dx%d).", scr.Cols, scr.Rows)
+	return nil
+}
+
 // invisible handles bash back at its prompt without a prompt harnessd
 // could see: the command moved stderr, changed PS1 or promptvars, or its
 // prompt was not expanded. The repair keeps $?, so its prompt carries the
 // command's exit code.
 func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
+	if err := t.endScreen(k); err != nil {
+		return Result{ExitCode: -1}, err
+	}
 	t.flushOutput()
 	t.disp.settled(false)
 	fixes := []string{"shopt -s promptvars", "PS1=" + shellQuote(t.m.ps1()), "PS2=" + shellQuote(t.m.ps2())}
@@ -1358,6 +1384,9 @@ func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
 // reinit handles bash replaced by a new bash (exec bash), now at a prompt
 // of its own: it is given harnessd's prompt again.
 func (t *Terminal) reinit(ctx context.Context, k *call) (Result, error) {
+	if err := t.endScreen(k); err != nil {
+		return Result{ExitCode: -1}, err
+	}
 	t.flushOutput()
 	t.disp.settled(false)
 	sh := t.sh

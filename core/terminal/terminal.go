@@ -295,7 +295,6 @@ type ctlFiles struct {
 	rc     string // the prompt protocol; --rcfile, and sourced again after exec bash
 	cmd    string // the command text
 	status string // "return N": restores $? where harnessd ran something first
-	fix    string // repairs, ending in return "$1"
 }
 
 // cmdState is what the terminal knows about the running command.
@@ -367,7 +366,6 @@ func New(ctx context.Context, opts Options) (*Terminal, error) {
 		rc:     filepath.Join(t.ctlDir, "rc"),
 		cmd:    filepath.Join(t.ctlDir, "command"),
 		status: filepath.Join(t.ctlDir, "status"),
-		fix:    filepath.Join(t.ctlDir, "fix"),
 	}
 	t.ino = -1
 	if fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC); err == nil {
@@ -1215,7 +1213,11 @@ func (t *Terminal) restoreStatus(ctx context.Context) error {
 	if err := writeCtl(t.files.status, fmt.Appendf(nil, "return %d\n", want)); err != nil {
 		return err
 	}
-	_, _, err := t.typeAndWait(ctx, " "+source+shellQuote(t.files.status)+"\n")
+	line := " " + source + shellQuote(t.files.status) + "\n"
+	if t.restricted {
+		line = fmt.Sprintf(" (exit %d)\n", want) // . takes no path with a slash
+	}
+	_, _, err := t.typeAndWait(ctx, line)
 	t.last.ExitCode = want
 	return err
 }
@@ -1581,10 +1583,12 @@ func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
 	if cur := t.sh.nofileLimit(); t.sh.nofile > 0 && cur < 16 && cur < t.sh.nofile {
 		fixes = append([]string{fmt.Sprintf("ulimit -S -n %d", t.sh.nofile)}, fixes...)
 	}
-	if err := writeCtl(t.files.fix, []byte(strings.Join(fixes, "\n")+"\nreturn \"$1\"\n")); err != nil {
-		return Result{ExitCode: -1}, fmt.Errorf("write repair: %w", err)
-	}
-	m, ok, err := t.typeAndWait(ctx, " "+source+shellQuote(t.files.fix)+" \"$?\"\n")
+	// One typed line, no file: a restricted shell (set -r) sources no
+	// path with a slash, and bash may be short of descriptors. $? is
+	// expanded, as the command's exit code, before eval runs the fixes,
+	// and (exit N) gives it back to the prompt after them.
+	line := " \\builtin eval " + shellQuote(strings.Join(fixes, "; ")+"; (exit ") + "$?')'\n"
+	m, ok, err := t.typeAndWait(ctx, line)
 	if err != nil {
 		return Result{ExitCode: -1}, err
 	}

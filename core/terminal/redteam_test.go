@@ -341,12 +341,13 @@ func TestRedTeamSemicolonInCwd(t *testing.T) {
 // shell rebuilt. Past maxMeta (now 64 KiB) the cwd is reported unknown,
 // with a note, and the exit code still counts.
 func TestRedTeamDeepCwd(t *testing.T) {
-	term := newTerm(t, Options{SoftTimeout: 3 * time.Second})
-	res, out := run(t, term, req{Command: `d=$(printf 'x%.0s' {1..250}); for i in $(seq 70); do mkdir $d && cd $d || break; done; echo ${#PWD}`})
+	term := newTerm(t, Options{SoftTimeout: 3 * time.Second, MaxWait: time.Minute})
+	res, out := run(t, term, req{SoftTimeout: 30 * time.Second, Command: `d=$(printf 'x%.0s' {1..250}); for i in $(seq 70); do mkdir $d && cd $d || break; done; echo ${#PWD}`})
 	if res.Rebuilt || res.ExitCode != 0 || len(res.Cwd) < 17000 || strings.Contains(out, "braceexpand") {
 		t.Errorf("cd into a 17 KiB path: exit %d, rebuilt %v, cwd length %d, output starts %q", res.ExitCode, res.Rebuilt, len(res.Cwd), out[:min(len(out), 120)])
 	}
-	res, out = run(t, term, req{Command: `for i in $(seq 200); do mkdir $d && cd $d || break; done; (exit 4)`})
+	// 200 mkdirs take seconds on a loaded machine.
+	res, out = run(t, term, req{Command: `for i in $(seq 200); do mkdir $d && cd $d || break; done; (exit 4)`, SoftTimeout: 30 * time.Second})
 	if res.Rebuilt || res.ExitCode != 4 || res.Cwd != "" || !strings.Contains(res.Note, "`pwd` prints it") || strings.Contains(out, "braceexpand") {
 		t.Errorf("cd into a 67 KiB path: %+v, output starts %q", res, out[:min(len(out), 120)])
 	}

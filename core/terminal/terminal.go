@@ -18,9 +18,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/terminal/clean"
@@ -267,7 +264,7 @@ type Terminal struct {
 	// restricted is set once the shell was seen restricted (set -r, which
 	// cannot be undone): commands in files are handed over with eval.
 	restricted bool
-	ino        int // inotify on the control directory (opens); -1 none
+	wd         int32 // the control directory's watch in opens; -1 none
 	closed     bool
 
 	// Read without mu.
@@ -367,16 +364,9 @@ func New(ctx context.Context, opts Options) (*Terminal, error) {
 		cmd:    filepath.Join(t.ctlDir, "command"),
 		status: filepath.Join(t.ctlDir, "status"),
 	}
-	t.ino = -1
-	if fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC); err == nil {
-		if _, err := unix.InotifyAddWatch(fd, t.ctlDir, unix.IN_OPEN); err == nil {
-			t.ino = fd
-		} else {
-			unix.Close(fd)
-		}
-	}
-	if t.ino < 0 {
-		opts.Logger.Warn("terminal: no inotify on the control directory; a command handed over in a file is taken as read")
+	var err error
+	if t.wd, err = opens.watch(t.ctlDir, filepath.Base(t.files.cmd)); err != nil {
+		opts.Logger.Warn("terminal: a command handed over in a file is taken as read", "err", err)
 	}
 	t.cleaner = clean.NewWriter(&t.sink)
 	t.disp = display{lines: t.cleaner, sink: &t.sink, cols: opts.Cols, rows: opts.Rows, reply: t.reply, app: &t.appCursor}
@@ -394,9 +384,9 @@ func New(ctx context.Context, opts Options) (*Terminal, error) {
 }
 
 func (t *Terminal) closeIno() {
-	if t.ino >= 0 {
-		unix.Close(t.ino)
-		t.ino = -1
+	if t.wd >= 0 {
+		opens.unwatch(t.wd)
+		t.wd = -1
 	}
 }
 
@@ -922,33 +912,14 @@ func (t *Terminal) sendFile(cmd string) error {
 	if err := t.typeLine(line); err != nil {
 		return err
 	}
-	t.cs.file, t.cs.gated = cmd, t.ino >= 0
+	t.cs.file, t.cs.gated = cmd, t.wd >= 0
 	return nil
 }
 
-// drainOpens reads the control directory's inotify events and reports
-// whether bash opened the command file since the last call. An overflowed
-// queue counts as opened: it cannot tell.
+// drainOpens reports whether bash opened the command file since the last
+// call (true when that cannot be watched).
 func (t *Terminal) drainOpens() bool {
-	if t.ino < 0 {
-		return true
-	}
-	var buf [4096]byte
-	opened := false
-	for {
-		n, err := unix.Read(t.ino, buf[:])
-		if n <= 0 || err != nil {
-			return opened
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
-			if ev.Mask&unix.IN_Q_OVERFLOW != 0 || ev.Mask&unix.IN_OPEN != 0 && string(bytes.TrimRight(name, "\x00")) == filepath.Base(t.files.cmd) {
-				opened = true
-			}
-			off += unix.SizeofInotifyEvent + int(ev.Len)
-		}
-	}
+	return t.wd < 0 || opens.take(t.wd)
 }
 
 // gateWriter is the scanner's output: the display, or, while a command

@@ -388,7 +388,7 @@ func TestRedTeamStdinNotTheTerminal(t *testing.T) {
 			dir := t.TempDir()
 			term := newTerm(t, Options{SoftTimeout: 2 * time.Second, Dir: dir})
 			fifo := filepath.Join(dir, "fifo")
-			if res, _ := run(t, term, req{Command: "mkfifo fifo && " + redirect}); res.Running {
+			if res, _ := run(t, term, req{Command: "mkfifo fifo && " + redirect}); res.Running || !strings.Contains(res.Note, "stdin is no longer the terminal") {
 				t.Fatalf("%s: %+v", redirect, res)
 			}
 			res, out := run(t, term, req{Command: "echo ok; pwd", SoftTimeout: time.Second})

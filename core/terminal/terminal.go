@@ -1449,6 +1449,9 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 			return Result{ExitCode: -1}, err
 		}
 		t.disp.settled(false)
+		if !sh.fdOnTTY(0) {
+			k.note("bash's stdin is no longer the terminal (exec 0<…), so bash reads its command lines from there and harnessd cannot hand it more: the next command runs in a new shell, without this one's variables, functions, cwd and background jobs.")
+		}
 		if t.sink.syntaxError() {
 			k.note("bash could not parse the command (see its error above: often an unclosed quote, bracket or heredoc); lines before the error may have run, the rest did not. Fix it and send the whole command again.")
 		}

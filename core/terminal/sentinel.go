@@ -190,11 +190,13 @@ func (s *scanner) scan(buf []byte) (scanEvent, promptMeta, int, error) {
 				ev, meta := parseMarker(body[:n])
 				return ev, meta, pos + len(s.m.prefix) + n + 1, nil
 			case bodyLong:
-				_, meta := parseMarker(body[:n])
-				meta.Cwd, meta.CwdCut = "", true
-				s.inMeta, s.checked, s.long = false, 0, &meta
-				pos += len(s.m.prefix) + maxMeta
-				continue
+				if ev, meta := parseMarker(body[:n]); ev == scanPrompt {
+					meta.Cwd, meta.CwdCut = "", true
+					s.inMeta, s.checked, s.long = false, 0, &meta
+					pos += len(s.m.prefix) + maxMeta
+					continue
+				}
+				// A number out of range: not a marker of bash's.
 			}
 			// Not a marker: the body so far is output, the prefix (and
 			// with it the nonce) is not.

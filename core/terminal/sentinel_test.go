@@ -27,6 +27,7 @@ func TestScannerBodies(t *testing.T) {
 			[]string{fmt.Sprintf("%d@8:%+v", scanPrompt, promptMeta{N: 5, ExitCode: 5, PS1Len: 97, Cwd: "/t"})}},
 		{"forged header, output in the cwd", pre + "p;1;0;;97;'/x\nmore\n", "p;1;0;;97;'/x\nmore\n", nil},
 		{"long forged header, not a cwd", pre + "p;1;0;;97;'" + deep + "\nmore", "\nmore", nil},
+		{"long, a number out of range", pre + "p;9999999999999999999;0;;97;'" + deep + "'\a", "p;9999999999999999999;0;;97;'" + deep + "'\a", nil},
 		{"ESC before a dropped prefix", "\x1b" + pre + "]7777;" + fuzzNonce + ";", "\x1b7777;" + fuzzNonce + ";", nil},
 	}
 	for _, tc := range tests {

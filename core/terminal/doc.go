@@ -55,7 +55,9 @@
 // input left in the terminal (TIOCSTI), the open-files limit (ulimit -n),
 // line editing (set -o vi), job control and PS1. A bash that stopped itself
 // (kill -STOP $$) is continued with SIGCONT. Commands that bash ran from
-// injected input are reported in the note.
+// injected input are reported in the note. A bash whose stdin is no longer
+// the terminal (exec 0<fifo) reads its commands from there, where nothing
+// typed reaches it: it is rebuilt before the next command, with a note.
 //
 // # Timeouts
 //
@@ -107,7 +109,8 @@
 // what it draws: Result.Screen holds the rows, columns and cursor, and the
 // output ends with the screen's text instead of the redraws. A program that
 // clears the screen and then prints lines, or that ends, is line output as
-// before. TERM is xterm-256color, so that top, htop, watch and less draw
+// before; one that ends still in the alternate screen leaves that screen's
+// text as the end of its output. TERM is xterm-256color, so that top, htop, watch and less draw
 // their screens (under TERM=dumb they printed frame after frame of
 // padding); the colours and cursor motion that line programs add with a
 // capable terminal are removed by the cleaner, and NO_COLOR is set for the

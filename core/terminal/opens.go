@@ -94,6 +94,10 @@ func (w *openWatch) readLocked() {
 				}
 				continue
 			}
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				delete(w.dirs, ev.Wd) // the directory is gone; its number may be given again
+				continue
+			}
 			if d, ok := w.dirs[ev.Wd]; ok && ev.Mask&unix.IN_OPEN != 0 && string(bytes.TrimRight(name, "\x00")) == d.name {
 				d.opened = true
 			}

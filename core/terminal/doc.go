@@ -10,7 +10,11 @@
 // next. A short single line is typed as it is, as a person would type it;
 // anything else (several lines, longer than 1 KiB, control characters) is
 // written to a control file and bash is typed one short line that sources
-// it, since the terminal's canonical mode cuts lines at 4095 bytes.
+// it (\builtin ., past a function named . or source), since the terminal's
+// canonical mode cuts lines at 4095 bytes. That bash opened the file is
+// seen by inotify, and output before that open is held back: a command
+// bash did not read (. disabled, set -r) is handed over again after a
+// repair, or the shell is rebuilt and the result says it did not run.
 //
 // Output streams to the writer given to Run as it arrives, cleaned for a
 // model by package clean (escape sequences removed, carriage-return redraws
@@ -36,7 +40,12 @@
 // harnessd defines no variables or functions at all. The last marker before
 // bash went idle belongs to the command; markers are cut from the output,
 // and a forged one (even with the right nonce and the next counter) decides
-// nothing.
+// nothing. A marker that comes while bash sits at its prompt counts only if
+// bash read a line since (/proc/PID/io), and one that comes after bash is
+// back at a prompt it did not show counts only where stderr is a pipe,
+// through which the real prompt may come late. A marker's body is checked
+// as it arrives, so a forged prefix never holds back the output after it;
+// a cwd longer than 64 KiB is reported unknown.
 //
 // Where bash is back at its prompt but showed none that harnessd can read
 // (exec 2>file, PS1 or promptvars changed, exec bash), the terminal repairs
@@ -46,7 +55,9 @@
 // input left in the terminal (TIOCSTI), the open-files limit (ulimit -n),
 // line editing (set -o vi), job control and PS1. A bash that stopped itself
 // (kill -STOP $$) is continued with SIGCONT. Commands that bash ran from
-// injected input are reported in the note.
+// injected input are reported in the note. A bash whose stdin is no longer
+// the terminal (exec 0<fifo) reads its commands from there, where nothing
+// typed reaches it: it is rebuilt before the next command, with a note.
 //
 // # Timeouts
 //
@@ -98,7 +109,8 @@
 // what it draws: Result.Screen holds the rows, columns and cursor, and the
 // output ends with the screen's text instead of the redraws. A program that
 // clears the screen and then prints lines, or that ends, is line output as
-// before. TERM is xterm-256color, so that top, htop, watch and less draw
+// before; one that ends still in the alternate screen leaves that screen's
+// text as the end of its output. TERM is xterm-256color, so that top, htop, watch and less draw
 // their screens (under TERM=dumb they printed frame after frame of
 // padding); the colours and cursor motion that line programs add with a
 // capable terminal are removed by the cleaner, and NO_COLOR is set for the
@@ -126,7 +138,9 @@
 // Commands that go through the control file run sourced: BASH_SOURCE names
 // that file, a DEBUG trap also sees the one line that sources it, and
 // bash's messages about its lines read "bash: line N: …" (the file's name
-// is cut). Under set -x that line is hidden. Where /proc/PID/syscall cannot
+// is cut). Under set -x that line is hidden. In a restricted shell (set
+// -r), where . sources no path with a slash, they run through eval
+// instead, with eval's differences (return, "bash: eval: line N"). Where /proc/PID/syscall cannot
 // be read, a fresh prompt marker with bash in the foreground is the
 // evidence instead. A DEBUG trap under shopt -s extdebug that skips every
 // command also skips harnessd's; Reset recovers.

@@ -28,7 +28,8 @@ type promptMeta struct {
 	ExitCode int    // $?
 	Opts     string // $SHELLOPTS: colon-separated set -o options that are on
 	PS1Len   int    // ${#PS1}: differs from ours when a command changed PS1
-	Cwd      string // $PWD
+	Cwd      string // $PWD; empty when CwdCut
+	CwdCut   bool   // $PWD was too long for a marker (maxMeta): Cwd is unknown
 }
 
 // opt reports whether SHELLOPTS had option name on.
@@ -82,9 +83,19 @@ func octal(s string) string {
 }
 
 // maxMeta bounds the bytes held between a marker's prefix and its BEL. A
-// real prompt is a few hundred bytes (the cwd is the long part); anything
-// longer is not ours.
-const maxMeta = 16 << 10
+// real prompt is a few hundred bytes, the cwd being the long part; $PWD has
+// no bound of its own (PATH_MAX limits one syscall's path, not how deep cd
+// goes one relative step at a time), so a body that is still well-formed
+// at this length is not held further: its cwd is skipped to the BEL and
+// reported as unknown (promptMeta.CwdCut), its other fields kept.
+const maxMeta = 64 << 10
+
+// maxDigits bounds a marker's numeric fields.
+const maxDigits = 19
+
+// unexpanded is the rest of a PS1 body whose parameters bash did not
+// expand (shopt -u promptvars): prompt escapes such as \# still are.
+const unexpanded = "$?;${SHELLOPTS};${#PS1};${PWD@Q}"
 
 // scanEvent is what the scanner found in the stream.
 type scanEvent int
@@ -93,17 +104,24 @@ const (
 	scanNone   scanEvent = iota
 	scanPrompt           // a complete PS1 marker
 	scanPS2              // the continuation marker
-	scanBad              // a marker with our nonce whose body did not parse
+	scanBad              // PS1's marker with its parameters not expanded (promptvars off)
 )
 
 // scanner cuts markers out of the raw PTY byte stream. Bytes that are not
 // part of a marker go to out unchanged; a partial marker at the end of a
-// chunk is held back until the next chunk decides it.
+// chunk is held back until the next chunk decides it. A marker's body is
+// checked byte by byte as it arrives: at the first byte that no marker of
+// ours has there, what was held is not a marker and goes to out (without
+// the nonce-carrying prefix), so a forged prefix never swallows the output
+// after it.
 type scanner struct {
 	m       markers
 	out     io.Writer
-	pending []byte // held back: a possible marker start, or a marker in progress
-	inMeta  bool   // pending starts with the full prefix
+	pending []byte      // held back: a possible marker start, or a marker in progress
+	inMeta  bool        // pending starts with the full prefix
+	checked int         // body bytes of the marker in progress known to be well-formed
+	long    *promptMeta // a well-formed marker past maxMeta whose cwd is being skipped to its BEL
+	escOut  bool        // the last byte written to out was ESC
 }
 
 // feed scans p. It stops at the first marker and returns the event, its
@@ -132,56 +150,223 @@ func (s *scanner) feed(p []byte) (scanEvent, promptMeta, []byte, error) {
 	return scanNone, promptMeta{}, nil, err
 }
 
+// write passes output on and remembers whether it ended in ESC.
+func (s *scanner) write(p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	s.escOut = p[len(p)-1] == 0x1b
+	_, err := s.out.Write(p)
+	return err
+}
+
 // scan consumes as much of buf as it can decide and reports how much.
 func (s *scanner) scan(buf []byte) (scanEvent, promptMeta, int, error) {
 	pos := 0
 	for {
+		if s.long != nil {
+			// A well-formed marker past maxMeta: its cwd is skipped.
+			j := firstCtl(buf[pos:])
+			switch {
+			case j < 0:
+				return scanNone, promptMeta{}, len(buf), nil
+			case buf[pos+j] == '\a':
+				meta := *s.long
+				s.long = nil
+				return scanPrompt, meta, pos + j + 1, nil
+			}
+			s.long = nil
+			pos = s.notMarker(buf, pos+j)
+			continue
+		}
 		if s.inMeta {
 			body := buf[pos+len(s.m.prefix):]
-			i := bytes.IndexByte(body, '\a')
-			// A body longer than maxMeta is not a marker of ours: let the
-			// bytes through, minus the prefix so the nonce never leaks.
-			// The same verdict whether the BEL has arrived or not, so it
-			// does not depend on how reads split the stream.
-			if i > maxMeta || i < 0 && len(body) > maxMeta {
-				s.inMeta = false
-				pos += len(s.m.prefix)
-				continue
-			}
-			if i < 0 {
+			v, n := s.examine(body)
+			switch v {
+			case bodyMore:
 				return scanNone, promptMeta{}, pos, nil
+			case bodyDone:
+				s.inMeta, s.checked = false, 0
+				ev, meta := parseMarker(body[:n])
+				return ev, meta, pos + len(s.m.prefix) + n + 1, nil
+			case bodyLong:
+				if ev, meta := parseMarker(body[:n]); ev == scanPrompt {
+					meta.Cwd, meta.CwdCut = "", true
+					s.inMeta, s.checked, s.long = false, 0, &meta
+					pos += len(s.m.prefix) + maxMeta
+					continue
+				}
+				// A number out of range: not a marker of bash's.
 			}
-			s.inMeta = false
-			end := pos + len(s.m.prefix) + i + 1
-			ev, meta := parseMarker(body[:i])
-			return ev, meta, end, nil
+			// Not a marker: the body so far is output, the prefix (and
+			// with it the nonce) is not.
+			s.inMeta, s.checked = false, 0
+			start := pos + len(s.m.prefix)
+			if err := s.write(body[:n]); err != nil {
+				return scanNone, promptMeta{}, start + n, err
+			}
+			pos = s.notMarker(buf, start+n)
+			continue
 		}
 		rest := buf[pos:]
 		i := bytes.Index(rest, s.m.prefix)
 		if i < 0 {
 			keep := partialSuffix(rest, s.m.prefix)
-			if _, err := s.out.Write(rest[:len(rest)-keep]); err != nil {
-				return scanNone, promptMeta{}, len(buf) - keep, err
-			}
-			return scanNone, promptMeta{}, len(buf) - keep, nil
+			return scanNone, promptMeta{}, len(buf) - keep, s.write(rest[:len(rest)-keep])
 		}
-		if i > 0 {
-			if _, err := s.out.Write(rest[:i]); err != nil {
-				return scanNone, promptMeta{}, pos + i, err
-			}
+		if err := s.write(rest[:i]); err != nil {
+			return scanNone, promptMeta{}, pos + i, err
 		}
 		pos += i
 		s.inMeta = true
 	}
 }
 
-// parseMarker reads a marker's body (between the prefix and the BEL).
+// notMarker goes on after bytes that turned out not to be a marker, at
+// buf[at], the first byte a marker could not have had. The prefix was
+// dropped; had the output before it ended in ESC, a "]" here would put
+// ESC ] back together with what follows, which may spell the prefix
+// again: that "]" is dropped too.
+func (s *scanner) notMarker(buf []byte, at int) int {
+	if s.escOut && at < len(buf) && buf[at] == ']' {
+		return at + 1
+	}
+	return at
+}
+
+// bodyVerdict is what examine decided about a marker body so far.
+type bodyVerdict int
+
+const (
+	bodyMore bodyVerdict = iota // well-formed so far, no BEL yet
+	bodyDone                    // body[:n] is a whole body; body[n] is its BEL
+	bodyNot                     // body[n] is a byte no marker of ours has there
+	bodyLong                    // well-formed, and maxMeta bytes long without a BEL; the cwd starts at body[:n]'s end
+)
+
+// examine checks a marker body (the bytes after the prefix) as far as it
+// has come. The verdict at each byte depends only on the bytes before it,
+// so how reads split the stream changes nothing. The short head is checked
+// anew each time; the cwd, the part that may be long, only from where the
+// last call stopped.
+func (s *scanner) examine(body []byte) (bodyVerdict, int) {
+	b := body[:min(len(body), maxMeta)]
+	v, n, cwd := checkHead(b)
+	if v != bodyMore || cwd == 0 {
+		if v == bodyMore && len(body) > len(b) {
+			return bodyNot, len(b)
+		}
+		return v, n
+	}
+	from := max(cwd, s.checked)
+	j := firstCtl(b[from:])
+	if j >= 0 {
+		if b[from+j] == '\a' {
+			return bodyDone, from + j
+		}
+		return bodyNot, from + j
+	}
+	s.checked = len(b)
+	if len(body) > len(b) {
+		return bodyLong, cwd
+	}
+	return bodyMore, len(b)
+}
+
+// firstCtl returns the index of the first control byte in b, -1 if none:
+// ${PWD@Q} writes every control character as an escape, so the first one
+// ends a cwd (the BEL) or shows it was not one.
+func firstCtl(b []byte) int {
+	for i, c := range b {
+		if c < 0x20 || c == 0x7f {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkHead checks the head of a marker body, all but the cwd:
+//
+//	c                                  the continuation marker
+//	p;<N>;<$?>;<SHELLOPTS>;<len>;      PS1's, with the cwd after it
+//	p;<N>;$?;${SHELLOPTS};${#PS1};${PWD@Q}   PS1's, not expanded
+//
+// cwd is where the cwd starts once the head is whole (then v is bodyMore).
+func checkHead(b []byte) (v bodyVerdict, n, cwd int) {
+	if len(b) == 0 {
+		return bodyMore, 0, 0
+	}
+	if b[0] == 'c' {
+		switch {
+		case len(b) == 1:
+			return bodyMore, 1, 0
+		case b[1] == '\a':
+			return bodyDone, 1, 0
+		}
+		return bodyNot, 1, 0
+	}
+	if b[0] != 'p' {
+		return bodyNot, 0, 0
+	}
+	i := 1
+	for field := 0; field < 4; field++ {
+		// Each field follows a ';'.
+		if i == len(b) {
+			return bodyMore, i, 0
+		}
+		if b[i] != ';' {
+			return bodyNot, i, 0
+		}
+		i++
+		if field == 1 && i < len(b) && b[i] == '$' {
+			k := 0
+			for k < len(unexpanded) && i+k < len(b) && b[i+k] == unexpanded[k] {
+				k++
+			}
+			switch {
+			case i+k == len(b):
+				return bodyMore, i + k, 0
+			case k < len(unexpanded):
+				return bodyNot, i + k, 0
+			case b[i+k] == '\a':
+				return bodyDone, i + k, 0
+			}
+			return bodyNot, i + k, 0
+		}
+		j := i
+		if field == 2 {
+			// SHELLOPTS: option names (lower case, '-') joined by ':'.
+			for j < len(b) && (b[j] >= 'a' && b[j] <= 'z' || b[j] == '-' || b[j] == ':') {
+				j++
+			}
+		} else {
+			for j < len(b) && j-i < maxDigits && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+			if j < len(b) && j == i {
+				return bodyNot, j, 0 // a number has at least one digit
+			}
+		}
+		i = j
+	}
+	switch {
+	case i == len(b):
+		return bodyMore, i, 0
+	case b[i] != ';':
+		return bodyNot, i, 0
+	}
+	return bodyMore, i + 1, i + 1
+}
+
+// parseMarker reads a marker's body (between the prefix and the BEL),
+// which examine found well-formed.
 func parseMarker(body []byte) (scanEvent, promptMeta) {
 	s := string(body)
 	if s == "c" {
 		return scanPS2, promptMeta{}
 	}
-	f := strings.SplitN(s, ";", 7)
+	// The cwd, last, may itself hold ';' (cd 'a;b'); nothing before it can.
+	f := strings.SplitN(s, ";", 6)
 	if len(f) != 6 || f[0] != "p" {
 		return scanBad, promptMeta{}
 	}
@@ -221,13 +406,13 @@ func partialSuffix(b, needle []byte) int {
 // flushPartial writes out what is held back when the caller stops waiting
 // (a soft timeout), except a marker in progress, which stays.
 func (s *scanner) flushPartial() error {
-	if s.inMeta || len(s.pending) == 0 {
+	if s.inMeta || s.long != nil || len(s.pending) == 0 {
 		return nil
 	}
 	if bytes.HasPrefix(s.m.prefix, s.pending) {
 		return nil // may still become a marker
 	}
-	_, err := s.out.Write(s.pending)
+	err := s.write(s.pending)
 	s.pending = s.pending[:0]
 	return err
 }
@@ -235,7 +420,7 @@ func (s *scanner) flushPartial() error {
 // reset forgets any partial state, for a new shell.
 func (s *scanner) reset() {
 	s.pending = s.pending[:0]
-	s.inMeta = false
+	s.inMeta, s.checked, s.long, s.escOut = false, 0, nil, false
 }
 
 // unquote decodes bash's ${var@Q} quoting: a concatenation of '...'

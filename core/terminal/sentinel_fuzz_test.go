@@ -68,5 +68,13 @@ func FuzzScanner(f *testing.F) {
 		if whole != split || fmt.Sprint(wholeEvs) != fmt.Sprint(splitEvs) {
 			t.Fatalf("split at %d changed the result:\nwhole %q %v\nsplit %q %v", cut, whole, wholeEvs, split, splitEvs)
 		}
+		// Whatever came before (a forged prefix left open, a body cut
+		// off), a real prompt after it is found: nothing a command
+		// prints can hide the prompt that ends it.
+		_, evs := scanAll(t, [][]byte{data, []byte(prompt)})
+		want := fmt.Sprintf("%d@", scanPrompt)
+		if len(evs) == 0 || !strings.HasPrefix(evs[len(evs)-1], want) || !strings.HasSuffix(evs[len(evs)-1], fmt.Sprintf(":%+v", promptMeta{N: 1, Opts: "braceexpand:monitor", PS1Len: 97, Cwd: "/tmp"})) {
+			t.Fatalf("the real prompt after %q was not found: %v", data, evs)
+		}
 	})
 }

@@ -567,7 +567,9 @@ func (sh *shell) nofileLimit() uint64 {
 	return lim.Cur
 }
 
-// fdOnTTY reports whether bash's descriptor fd is the terminal.
+// fdOnTTY reports whether bash's descriptor fd is the terminal, by any
+// route: the file it was started with, /dev/pts/N or /proc/self/fd/0
+// opened anew, or /dev/tty.
 func (sh *shell) fdOnTTY(fd int) bool {
 	// Almost always it is the very file bash was started with, which the
 	// terminal holds as the slave: kcmp says so in one cheap call, where
@@ -581,7 +583,54 @@ func (sh *shell) fdOnTTY(fd int) bool {
 		// be told, so assume it is rather than repair blindly.
 		return !errors.Is(err, unix.ENOENT)
 	}
-	return st.Dev == sh.tty.Dev && st.Ino == sh.tty.Ino && st.Rdev == sh.tty.Rdev
+	if st.Dev == sh.tty.Dev && st.Ino == sh.tty.Ino && st.Rdev == sh.tty.Rdev {
+		return true
+	}
+	// /dev/tty is one device (5,0) for every terminal: an open file of it
+	// is the controlling terminal of the process that opened it, which for
+	// bash (exec >/dev/tty) is bash's own. Any other character device, a
+	// file or a pipe is not the terminal.
+	if st.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(st.Rdev) != 5 || unix.Minor(st.Rdev) != 0 {
+		return false
+	}
+	ctty, ok := sh.ctty()
+	return !ok || ctty == sh.tty.Rdev
+}
+
+// fdMayDetour reports whether bash's descriptor fd is a pipe or a socket,
+// whose reader may pass what bash writes on to the terminal later (exec
+// 2> >(tee log)); also when that cannot be told.
+func (sh *shell) fdMayDetour(fd int) bool {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(sh.pid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
+		return !errors.Is(err, unix.ENOENT)
+	}
+	m := st.Mode & unix.S_IFMT
+	return m == unix.S_IFIFO || m == unix.S_IFSOCK
+}
+
+// ctty reads bash's controlling terminal (tty_nr, /proc/PID/stat's 7th
+// field) as a device number comparable with a stat's Rdev.
+func (sh *shell) ctty() (uint64, bool) {
+	var dev uint64
+	var ok bool
+	sh.proc.readOne(sh.pid, procStat, func(b []byte) {
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			return
+		}
+		f := fields(b[i+1:], 5) // state, ppid, pgrp, session, tty_nr
+		if len(f) < 5 {
+			return
+		}
+		n, err := strconv.ParseUint(string(f[4]), 10, 32)
+		if err != nil {
+			return
+		}
+		// The kernel's encoding: minor's low 8 bits, major, minor's rest.
+		dev, ok = unix.Mkdev(uint32(n>>8)&0xfff, uint32(n&0xff)|uint32(n>>12)&^0xff), true
+	})
+	return dev, ok
 }
 
 // foreground reports the PTY's foreground process group.

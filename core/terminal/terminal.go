@@ -251,13 +251,21 @@ type Terminal struct {
 	sink    swapWriter
 	lastSeq uint64     // the last chunk of sh consumed
 	last    promptMeta // the last prompt that counted
-	busy    bool       // a command was started and not seen to finish
-	cs      cmdState   // the running command's state
-	started time.Time  // when the running command started
-	limit   time.Duration
-	carry   *carried // what happened while no call was waiting
-	stdout  bool     // bash's stdout was seen away from the terminal (noted once)
-	closed  bool
+	// idleReads is bash's read count (syscr) when a call last left it at
+	// its prompt: a marker that comes while no command runs counts only
+	// if bash has read a line since.
+	idleReads uint64
+	busy      bool      // a command was started and not seen to finish
+	cs        cmdState  // the running command's state
+	started   time.Time // when the running command started
+	limit     time.Duration
+	carry     *carried // what happened while no call was waiting
+	stdout    bool     // bash's stdout was seen away from the terminal (noted once)
+	// restricted is set once the shell was seen restricted (set -r, which
+	// cannot be undone): commands in files are handed over with eval.
+	restricted bool
+	wd         int32 // the control directory's watch in opens; -1 none
+	closed     bool
 
 	// Read without mu.
 	pid       atomic.Int64
@@ -284,7 +292,6 @@ type ctlFiles struct {
 	rc     string // the prompt protocol; --rcfile, and sourced again after exec bash
 	cmd    string // the command text
 	status string // "return N": restores $? where harnessd ran something first
-	fix    string // repairs, ending in return "$1"
 }
 
 // cmdState is what the terminal knows about the running command.
@@ -298,7 +305,11 @@ type cmdState struct {
 	marked bool       // a new marker arrived since the last check
 	cont2  bool       // SIGCONT was sent already
 	direct string     // the command, when it was typed as it is
-	seen   bool       // a prompt marker arrived after the line was typed
+	file   string     // the command, when it was handed over in a file
+	gated  bool       // file: bash has not been seen to open it yet; output goes to stray
+	stray  bytes.Buffer
+	tries  int  // file: how often it was handed over again after bash did not read it
+	seen   bool // a prompt marker arrived after the line was typed
 }
 
 // fresh is the prompt that ends the command: the last marker with the
@@ -352,20 +363,31 @@ func New(ctx context.Context, opts Options) (*Terminal, error) {
 		rc:     filepath.Join(t.ctlDir, "rc"),
 		cmd:    filepath.Join(t.ctlDir, "command"),
 		status: filepath.Join(t.ctlDir, "status"),
-		fix:    filepath.Join(t.ctlDir, "fix"),
+	}
+	var err error
+	if t.wd, err = opens.watch(t.ctlDir, filepath.Base(t.files.cmd)); err != nil {
+		opts.Logger.Warn("terminal: a command handed over in a file is taken as read", "err", err)
 	}
 	t.cleaner = clean.NewWriter(&t.sink)
 	t.disp = display{lines: t.cleaner, sink: &t.sink, cols: opts.Cols, rows: opts.Rows, reply: t.reply, app: &t.appCursor}
 	t.cut = cutter{needle: []byte(t.files.cmd + ": "), out: &t.disp}
-	t.scan.out = &t.cut
+	t.scan.out = gateWriter{t}
 	t.sink.w = io.Discard
 	if err := t.start(ctx); err != nil {
+		t.closeIno()
 		t.removeCtl()
 		return nil, err
 	}
 	t.wg.Add(1)
 	go t.watch()
 	return t, nil
+}
+
+func (t *Terminal) closeIno() {
+	if t.wd >= 0 {
+		opens.unwatch(t.wd)
+		t.wd = -1
+	}
 }
 
 func (t *Terminal) removeCtl() {
@@ -416,6 +438,7 @@ func (t *Terminal) start(ctx context.Context) error {
 	t.running.Store(false)
 	t.deadline.Store(0)
 	t.last = promptMeta{}
+	t.restricted = false
 	out := t.sink.w
 	t.sink.w = io.Discard
 	defer func() { t.sink.w = out }()
@@ -460,6 +483,7 @@ func (t *Terminal) start(ctx context.Context) error {
 				}
 				if learned {
 					t.last = *f
+					t.idleReads = v.syscr
 					if f.Cwd != "" {
 						cwd := f.Cwd
 						t.cwd.Store(&cwd)
@@ -569,6 +593,7 @@ func (t *Terminal) Close() error {
 	t.live.Store(nil)
 	t.running.Store(false)
 	t.disp.close()
+	t.closeIno()
 	t.removeCtl()
 	t.mu.Unlock()
 	t.wg.Wait()
@@ -758,6 +783,14 @@ func (t *Terminal) finishedMeanwhile(ctx context.Context, k *call) (bool, error)
 	if err != nil {
 		return true, err
 	}
+	if res.Running {
+		// bash had not read it, and it was handed over again (notSourced):
+		// it runs now.
+		if _, err := out.Write(held.out.Bytes()); err != nil {
+			return false, fmt.Errorf("write output: %w", err)
+		}
+		return false, nil
+	}
 	msg := fmt.Sprintf("The previous command finished after the last look, with exit code %d.", res.ExitCode)
 	if res.Note != "" {
 		msg += " " + res.Note
@@ -840,23 +873,95 @@ func typeable(cmd string) (string, bool) {
 	return line, true
 }
 
+// source is how harnessd's typed lines source its files: the backslash
+// keeps an alias named builtin from expanding, and builtin skips a
+// function named . or source (a command's own, which it keeps).
+const source = `\builtin . `
+
 // sendFile writes the command to the control file and types the line that
 // sources it. With xtrace on, the line turns it off quietly first and the
-// file turns it back on, so the trace shows only the command itself.
+// file turns it back on, so the trace shows only the command itself. In a
+// restricted shell (set -r), where . takes no path with a slash, the line
+// evals the file's text instead, and puts $? back itself: eval sees the
+// command substitution's.
+//
+// Whether bash read the file is the kernel's word (an open of it, seen by
+// inotify), not the output's: until then what arrives is held back (see
+// gate), and a command that was never read is handed over again or
+// reported as not run (notSourced).
 func (t *Terminal) sendFile(cmd string) error {
 	text := cmd
-	line := " \\. " + shellQuote(t.files.cmd) + "\n"
+	src := source + shellQuote(t.files.cmd)
+	restore := source + shellQuote(t.files.status)
+	if t.restricted {
+		src = `\builtin eval "$(< ` + shellQuote(t.files.cmd) + `)"`
+		restore = fmt.Sprintf("(exit %d)", t.last.ExitCode)
+		if t.last.ExitCode != 0 {
+			text = restore + "; " + cmd
+		}
+	}
+	line := " " + src + "\n"
 	if t.last.opt("xtrace") {
 		if err := writeCtl(t.files.status, fmt.Appendf(nil, "return %d\n", t.last.ExitCode)); err != nil {
 			return fmt.Errorf("write command: %w", err)
 		}
-		text = "{ set -x; \\. " + shellQuote(t.files.status) + "; } 2>/dev/null; " + cmd
-		line = " { set +x; } 2>/dev/null; \\. " + shellQuote(t.files.cmd) + "\n"
+		text = "{ set -x; " + restore + "; } 2>/dev/null; " + cmd
+		line = " { set +x; } 2>/dev/null; " + src + "\n"
 	}
 	if err := writeCtl(t.files.cmd, []byte(text)); err != nil {
 		return fmt.Errorf("write command: %w", err)
 	}
-	return t.typeLine(line)
+	t.drainOpens() // harnessd's own open, just now
+	if err := t.typeLine(line); err != nil {
+		return err
+	}
+	t.cs.file, t.cs.gated = cmd, t.wd >= 0
+	return nil
+}
+
+// drainOpens reports whether bash opened the command file since the last
+// call (true when that cannot be watched).
+func (t *Terminal) drainOpens() bool {
+	return t.wd < 0 || opens.take(t.wd)
+}
+
+// gateWriter is the scanner's output: the display, or, while a command
+// handed over in a file has not been read by bash, the command state's
+// stray buffer. bash opens the file before it runs any of it, so bytes
+// that were in the terminal before the open came from something else: a
+// function named builtin, or bash's error that it could not source.
+type gateWriter struct{ t *Terminal }
+
+func (g gateWriter) Write(p []byte) (int, error) {
+	cs := &g.t.cs
+	if cs.gated && cs.stray.Len()+len(p) <= maxStray {
+		return cs.stray.Write(p)
+	}
+	// So much before any open is output after all (a program bash ran
+	// some other way); holding more would be memory without bound.
+	if err := g.t.gate(true); err != nil {
+		return 0, err
+	}
+	return g.t.cut.Write(p)
+}
+
+// maxStray bounds what is held back before bash opens the command file.
+const maxStray = 1 << 20
+
+// gate opens the gate once bash has opened the command file (or when
+// force says so), and passes on what was held: bytes read from the
+// terminal before the open was seen may hold the command's first output.
+func (t *Terminal) gate(force bool) error {
+	if !t.cs.gated || !force && !t.drainOpens() {
+		return nil
+	}
+	t.cs.gated = false
+	if t.cs.stray.Len() == 0 {
+		return nil
+	}
+	_, err := t.cut.Write(t.cs.stray.Bytes())
+	t.cs.stray.Reset()
+	return err
 }
 
 // typeLine starts a new command state and types line into bash, which is
@@ -882,6 +987,9 @@ func (t *Terminal) consume(c chunk) error {
 
 // feed scans bytes for markers and passes the rest on to the output.
 func (t *Terminal) feed(b []byte) error {
+	if err := t.gate(false); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
 	for {
 		ev, meta, rest, err := t.scan.feed(b)
 		if err != nil {
@@ -959,11 +1067,24 @@ func (t *Terminal) drainIdle(k *call) error {
 	if err := t.sync(); err != nil {
 		return err
 	}
+	v := t.sh.lookReads()
 	if f := t.cs.top; t.cs.seen {
-		if f.N > t.last.N {
-			k.note("bash ran %d command line(s) that did not come from harnessd (input injected into the terminal, e.g. with TIOCSTI); their output is above.", f.N-t.last.N)
+		// bash shows a prompt only after it read a line, and each line
+		// takes at least one read: a marker that came with no new read
+		// (or more new command numbers than reads) was printed by
+		// something else, a background job that rendered ${PS1@P}.
+		switch reads := v.syscr - t.idleReads; {
+		case v.ok && (v.syscr <= t.idleReads || uint64(f.N-t.last.N) > reads):
+			t.opts.Logger.Debug("terminal: ignored a prompt marker bash did not print", "n", f.N, "last", t.last.N, "reads", reads)
+		default:
+			if f.N > t.last.N {
+				k.note("bash ran %d command line(s) that did not come from harnessd (input injected into the terminal, e.g. with TIOCSTI); their output is above.", f.N-t.last.N)
+			}
+			t.last = f
 		}
-		t.last = f
+	}
+	if v.ok {
+		t.idleReads = v.syscr
 	}
 	t.flushOutput()
 	return nil
@@ -985,6 +1106,19 @@ func (t *Terminal) prepare(ctx context.Context, k *call) error {
 		return err
 	}
 	sh := t.sh
+	if !sh.fdOnTTY(0) {
+		// bash reads its command lines from fd 0: whatever harnessd types
+		// would wait unread, and a line that came from there later would
+		// read as the command's result. Nothing typed can reach bash to
+		// repair it.
+		old := sh.pid
+		if err := t.rebuild(ctx); err != nil {
+			return err
+		}
+		k.rebuilt = true
+		k.note("bash's stdin no longer came from the terminal (exec 0<…, exec <file), so bash (pid %d) read its command lines from there and could not be handed this command: %s Redirect one command's stdin instead (cmd <file).", old, rebuiltNote(t.sh.pid))
+		sh = t.sh
+	}
 	// A stopped bash is continued by the wait that follows, with a note.
 	if changed, err := fixTermios(sh.tfd); err == nil && changed {
 		k.note("the terminal's settings had been changed (stty or reset); harnessd put back its own (no echo, line mode, signals).")
@@ -1054,7 +1188,11 @@ func (t *Terminal) restoreStatus(ctx context.Context) error {
 	if err := writeCtl(t.files.status, fmt.Appendf(nil, "return %d\n", want)); err != nil {
 		return err
 	}
-	_, _, err := t.typeAndWait(ctx, " \\. "+shellQuote(t.files.status)+"\n")
+	line := " " + source + shellQuote(t.files.status) + "\n"
+	if t.restricted {
+		line = fmt.Sprintf(" (exit %d)\n", want) // . takes no path with a slash
+	}
+	_, _, err := t.typeAndWait(ctx, line)
 	t.last.ExitCode = want
 	return err
 }
@@ -1275,13 +1413,23 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 		return Result{ExitCode: -1}, err
 	}
 	sh := t.sh
+	if err := t.gate(false); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
+	}
 	if t.cs.cont {
+		if err := t.gate(true); err != nil {
+			return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
+		}
 		return t.continuation(ctx, k)
 	}
 	f := t.cs.fresh()
-	if f == nil {
-		// Give a prompt that takes a detour (stderr through a pipe) a
-		// moment to arrive.
+	if f == nil && sh.fdMayDetour(2) {
+		// Give a prompt that takes a detour (stderr through a pipe, exec
+		// 2> >(tee log)) a moment to arrive. Only then: with stderr on the
+		// terminal bash wrote its prompt before it read, and with stderr
+		// in a file or /dev/null no prompt comes, so a marker that arrives
+		// now was printed by something else (a forgery by a background
+		// job) and must not be taken for the command's.
 		for end := time.Now().Add(300 * time.Millisecond); f == nil && time.Now().Before(end); f = t.cs.fresh() {
 			time.Sleep(10 * time.Millisecond)
 			if err := t.sync(); err != nil {
@@ -1293,6 +1441,12 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 	if f == nil {
 		v = sh.look()
 	}
+	if f != nil && t.cs.gated {
+		return t.notSourced(ctx, k)
+	}
+	if err := t.gate(true); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("write output: %w", err)
+	}
 	switch {
 	case f != nil:
 		if t.cs.top.N > t.cs.base+1 {
@@ -1302,7 +1456,13 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 		t.busy = false
 		t.running.Store(false)
 		t.deadline.Store(0)
+		if err := t.endScreen(k); err != nil {
+			return Result{ExitCode: -1}, err
+		}
 		t.disp.settled(false)
+		if !sh.fdOnTTY(0) {
+			k.note("bash's stdin is no longer the terminal (exec 0<…), so bash reads its command lines from there and harnessd cannot hand it more: the next command runs in a new shell, without this one's variables, functions, cwd and background jobs.")
+		}
 		if t.sink.syntaxError() {
 			k.note("bash could not parse the command (see its error above: often an unclosed quote, bracket or heredoc); lines before the error may have run, the rest did not. Fix it and send the whole command again.")
 		}
@@ -1314,11 +1474,89 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 	return t.invisible(ctx, k)
 }
 
+// notSourced handles a command handed over in a file that bash never
+// opened: the line that sources it ran something else (a function named
+// builtin), or bash refused (. disabled with enable -n, a restricted shell).
+// Nothing of the command ran, so it is handed over once more after a
+// repair; if bash still does not read it, the shell is rebuilt and the
+// result says the command was not run.
+func (t *Terminal) notSourced(ctx context.Context, k *call) (Result, error) {
+	cmd, tries, prev := t.cs.file, t.cs.tries, t.last.ExitCode
+	said := strings.TrimSpace(clean.String(t.cs.stray.String()))
+	if len(said) > 500 {
+		said = said[:500] + "…"
+	}
+	t.last = t.cs.top
+	t.last.ExitCode = prev // nothing ran: $? is still the last command's
+	t.cs.gated = false
+	if tries == 0 {
+		m, ok, err := t.typeAndWait(ctx, " [[ $- == *r* ]]\n")
+		if err != nil {
+			return Result{ExitCode: -1}, err
+		}
+		if ok && m.ExitCode == 0 {
+			t.restricted = true
+			k.note("the shell is restricted (set -r), where . sources no path with a slash; harnessd hands this shell's multi-line commands over with eval instead (bash had said: %q).", said)
+		} else {
+			if _, _, err := t.typeAndWait(ctx, " \\builtin enable . source\n"); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+			k.note("bash did not read the file harnessd hands this command over in (bash said: %q; `.` disabled with enable -n, or builtin redefined?); harnessd ran `builtin enable . source` and handed the command over again.", said)
+		}
+		t.last.ExitCode = prev
+		if !t.restricted {
+			if err := t.restoreStatus(ctx); err != nil {
+				return Result{ExitCode: -1}, err
+			}
+		}
+		if err := t.sendFile(cmd); err != nil {
+			return Result{ExitCode: -1}, err
+		}
+		t.cs.tries = tries + 1
+		return t.wait(ctx, k)
+	}
+	t.busy = false
+	t.running.Store(false)
+	t.deadline.Store(0)
+	t.disp.settled(false)
+	t.flushOutput()
+	old := t.sh.pid
+	if err := t.rebuild(ctx); err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	k.rebuilt = true
+	k.note("the command was NOT run: bash did not read the file harnessd hands multi-line commands over in, also after a repair (bash said: %q). bash (pid %d) was replaced: %s Send the command again.", said, old, rebuiltNote(t.sh.pid))
+	return t.result(-1, k, false), nil
+}
+
+// endScreen writes the alternate screen's text for a command that ended
+// without leaving it (a full-screen program that did not restore the
+// screen, or printf '\033[?1049h'): what it printed there went only to
+// the screen model, which settled then drops.
+func (t *Terminal) endScreen(k *call) error {
+	if t.disp.mode != altMode {
+		return nil
+	}
+	scr := t.disp.screen()
+	if scr == nil {
+		return nil
+	}
+	t.flushOutput()
+	if _, err := io.WriteString(t.sink.w, scr.Text()); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	k.note("the command ended with the terminal still in the alternate screen; the output ends with that screen's text (%dx%d).", scr.Cols, scr.Rows)
+	return nil
+}
+
 // invisible handles bash back at its prompt without a prompt harnessd
 // could see: the command moved stderr, changed PS1 or promptvars, or its
 // prompt was not expanded. The repair keeps $?, so its prompt carries the
 // command's exit code.
 func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
+	if err := t.endScreen(k); err != nil {
+		return Result{ExitCode: -1}, err
+	}
 	t.flushOutput()
 	t.disp.settled(false)
 	fixes := []string{"shopt -s promptvars", "PS1=" + shellQuote(t.m.ps1()), "PS2=" + shellQuote(t.m.ps2())}
@@ -1330,10 +1568,12 @@ func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
 	if cur := t.sh.nofileLimit(); t.sh.nofile > 0 && cur < 16 && cur < t.sh.nofile {
 		fixes = append([]string{fmt.Sprintf("ulimit -S -n %d", t.sh.nofile)}, fixes...)
 	}
-	if err := writeCtl(t.files.fix, []byte(strings.Join(fixes, "\n")+"\nreturn \"$1\"\n")); err != nil {
-		return Result{ExitCode: -1}, fmt.Errorf("write repair: %w", err)
-	}
-	m, ok, err := t.typeAndWait(ctx, " \\. "+shellQuote(t.files.fix)+" \"$?\"\n")
+	// One typed line, no file: a restricted shell (set -r) sources no
+	// path with a slash, and bash may be short of descriptors. $? is
+	// expanded, as the command's exit code, before eval runs the fixes,
+	// and (exit N) gives it back to the prompt after them.
+	line := " \\builtin eval " + shellQuote(strings.Join(fixes, "; ")+"; (exit ") + "$?')'\n"
+	m, ok, err := t.typeAndWait(ctx, line)
 	if err != nil {
 		return Result{ExitCode: -1}, err
 	}
@@ -1356,15 +1596,19 @@ func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
 // reinit handles bash replaced by a new bash (exec bash), now at a prompt
 // of its own: it is given harnessd's prompt again.
 func (t *Terminal) reinit(ctx context.Context, k *call) (Result, error) {
+	if err := t.endScreen(k); err != nil {
+		return Result{ExitCode: -1}, err
+	}
 	t.flushOutput()
 	t.disp.settled(false)
 	sh := t.sh
-	sh.forgetImage() // the new image: learned below
+	sh.forgetImage()     // the new image: learned below
+	t.restricted = false // a new bash is not, unless it says so again
 	out := t.sink.w
 	t.sink.w = io.Discard
 	// Line editing goes off in the typed line: turned off inside a
 	// sourced file, bash would stay half in readline.
-	err := t.typeLine(" set +o vi +o emacs; \\. " + shellQuote(t.files.rc) + "\n")
+	err := t.typeLine(" set +o vi +o emacs; " + source + shellQuote(t.files.rc) + "\n")
 	t.cs.base = 0 // the new bash counts its commands from 1
 	var learned bool
 	for end := time.Now().Add(max(t.opts.KillGrace, 2*time.Second)); err == nil && time.Now().Before(end) && !learned; {
@@ -1590,9 +1834,19 @@ func (t *Terminal) result(code int, k *call, running bool) Result {
 	if running {
 		code = -1
 	}
-	if t.last.Cwd != "" {
+	if t.last.Cwd != "" || t.last.CwdCut {
 		cwd := t.last.Cwd
 		t.cwd.Store(&cwd)
+	}
+	if !running {
+		// bash is at its prompt: what it reads from now on is input
+		// that did not come from harnessd (see drainIdle).
+		if v := t.sh.lookReads(); v.ok {
+			t.idleReads = v.syscr
+		}
+	}
+	if t.last.CwdCut && !running {
+		k.note("The working directory is over %d KiB long, more than harnessd reads from bash's prompt, so Cwd is empty; `pwd` prints it.", maxMeta>>10)
 	}
 	notes := k.notes
 	if k.refused {

@@ -811,9 +811,15 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 
 	cmd.Args = []string{"harnessd", InitCommand}
 	cmd.Dir = ""
-	// One P, and no runtime watching the cgroup's CPU limit: it would hold
-	// cgroup files of the daemon's mounts open in the init for nothing.
-	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1", "GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
+	// Two Ps, and no runtime watching the cgroup's CPU limit: it would
+	// hold cgroup files of the daemon's mounts open in the init for
+	// nothing. Not one P: the init's setup is a string of system calls
+	// (mounts, seccomp, the shell's fork) on its locked main thread, and
+	// with no idle P the runtime's sysmon takes the P from any call that
+	// lasts over 20 µs and hands it to another thread, which the main
+	// thread must then wait to get it back from. With a second P idle,
+	// it leaves a call its P for up to 10 ms.
+	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=2", "GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
 	cmd.ExtraFiles = append([]*os.File{l.child}, join...) // fd 3, then the sources from initSourceFD, then the cgroup files
 	cmd.Path = s.d.opts.Exe
 	if s.d.initExe != nil {

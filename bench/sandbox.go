@@ -78,10 +78,10 @@ type starter struct {
 
 // The phases of a cold start, in order, as starters mark them.
 const (
-	phaseCreate  = "create"  // sandbox Create: state directories, cgroup, disk
+	phaseCreate  = "create"  // sandbox Create: state directories, disk; the cgroup's making begun, which goes on in the background
 	phasePrepare = "prepare" // the terminal's PTY and Prepare rewriting bash's command
 	phaseSpawn   = "spawn"   // cmd.Start: clone into new namespaces, exec, up to Started
-	phaseSetup   = "setup"   // Started: the init's start, root, lockdown, bash forked
+	phaseSetup   = "setup"   // Started: the init's start, root, the cgroup joined, lockdown, bash forked
 	phaseShell   = "shell"   // bash's start to its first prompt (bwrap: its setup too)
 )
 
@@ -287,7 +287,7 @@ func (b *bench) sandboxCold(ctx context.Context, s *Section, dir string) (latenc
 			Name: "native - host bash p50 (the sandbox's own cost)", Figure: dur(max(time.Nanosecond, nu.p50-hu.p50)),
 		},
 		Row{
-			Name: "native: Create p50 (state dirs, cgroups)", Figure: dur(nCreate),
+			Name: "native: Create p50 (state dirs, cgroup begun)", Figure: dur(nCreate),
 			Baseline: labelled("native", dur(nu.p50)),
 			Ratio:    ratio(nCreate.Seconds(), nu.p50.Seconds()), RatioOf: "part/all",
 		},
@@ -396,7 +396,7 @@ func gapNote(native, bare, bwrap *starter, sp spawnCosts) string {
 		return "+" + s
 	}
 	nRest := native.phase(phaseSetup) + native.phase(phaseShell)
-	return fmt.Sprintf("the gap to bwrap, phase by phase: create %s (state directories, cgroup: bwrap has none; %s without cgroups), prepare %s (Prepare: the config, the mount clones; bwrap's only rewrites argv), spawn %s (bwrap's is a vfork and exec of bwrap, which makes its namespaces later, in its shell phase here; the init's is a fork of this process into the namespaces and an exec that drops the fork's copy; by the spawn alone note, a fork rather than a vfork costs about %s here and the namespaces %s more), setup and shell %s (the init's start, root, lockdown and bash's fork, then bash to its prompt, against bwrap's setup, its namespaces included, and the same bash); the init alone rows give that last part's page faults and CPU.",
+	return fmt.Sprintf("the gap to bwrap, phase by phase: create %s (state directories, and the cgroup's making begun, which goes on behind the spawn and the init's setup until Started sends the init its files: bwrap has none; %s without cgroups), prepare %s (Prepare: the config, the mount clones; bwrap's only rewrites argv), spawn %s (bwrap's is a vfork and exec of bwrap, which makes its namespaces later, in its shell phase here; the init's is a fork of this process into the namespaces and an exec that drops the fork's copy; by the spawn alone note, a fork rather than a vfork costs about %s here and the namespaces %s more), setup and shell %s (the init's start, root, lockdown and bash's fork, then bash to its prompt, against bwrap's setup, its namespaces included, and the same bash); the init alone rows give that last part's page faults and CPU.",
 		d(native.phase(phaseCreate), 0), formatSeconds(bare.phase(phaseCreate).Seconds()),
 		d(native.phase(phasePrepare), bwrap.phase(phasePrepare)),
 		d(native.phase(phaseSpawn), bwrap.phase(phaseSpawn)),

@@ -535,7 +535,7 @@ type nativeSandbox struct {
 type launch struct {
 	conn     *os.File   // the daemon's end of the socket
 	child    *os.File   // the init's end, closed here once it has started
-	join     []*os.File // the cgroup files the init joins through, likewise
+	sources  []*os.File // what the init mounts from, likewise
 	prepared bool       // the init starts inside the group's v2 directory
 }
 
@@ -553,7 +553,7 @@ func closeAll(fs []*os.File) {
 // closeChild closes what the init inherited, once it has it.
 func (l *launch) closeChild() {
 	l.child.Close()
-	closeAll(l.join)
+	closeAll(l.sources)
 }
 
 // initProc is one started init, held by pidfd so a recycled pid is never
@@ -772,38 +772,29 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	if err := s.giveControlFiles(); err != nil {
 		return fmt.Errorf("sandbox %s: control files: %w", s.spec.ID, err)
 	}
-	// The sources first (initSourceFD on), then the cgroup files.
-	var join []*os.File
+	// The sources, from initSourceFD on. The cgroup files are not among
+	// them: the group may still be in the making (see Cgroups), and the
+	// init joins it only once Started sends them.
+	var sources []*os.File
 	for _, src := range s.sources {
 		f, err := src.open()
 		if err != nil {
-			closeAll(join)
+			closeAll(sources)
 			return err
 		}
-		join = append(join, f)
-	}
-	if s.group != nil {
-		files, err := s.group.JoinFiles()
-		if err != nil {
-			closeAll(join)
-			return fmt.Errorf("sandbox %s: %w", s.spec.ID, err)
-		}
-		join = append(join, files...)
-		for _, f := range files {
-			cfg.CgroupJoin = append(cfg.CgroupJoin, f.Name())
-		}
+		sources = append(sources, f)
 	}
 	msg, err := json.Marshal(&cfg)
 	if err != nil {
-		closeAll(join)
+		closeAll(sources)
 		return fmt.Errorf("sandbox config: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		closeAll(join)
+		closeAll(sources)
 		return os.NewSyscallError("socketpair", err)
 	}
-	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child"), join: join}
+	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child"), sources: sources}
 	if _, err := l.conn.Write(append(msg, '\n')); err != nil {
 		l.close()
 		return fmt.Errorf("send sandbox config: %w", err)
@@ -820,7 +811,7 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	// thread must then wait to get it back from. With a second P idle,
 	// it leaves a call its P for up to 10 ms.
 	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=2", "GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
-	cmd.ExtraFiles = append([]*os.File{l.child}, join...) // fd 3, then the sources from initSourceFD, then the cgroup files
+	cmd.ExtraFiles = append([]*os.File{l.child}, sources...) // fd 3, then the sources from initSourceFD
 	cmd.Path = s.d.opts.Exe
 	if s.d.initExe != nil {
 		// The carried program, last: executed through the child's own
@@ -852,7 +843,7 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	a.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: rootless}
 	a.Pdeathsig = syscall.SIGKILL
 	if s.group != nil {
-		l.prepared = s.group.Prepare(a) // else Started adds the init to v2
+		l.prepared = s.group.Prepare(a) // else Started adds the init to v2, if the group has it
 	}
 	s.pending = l
 	return nil
@@ -892,9 +883,9 @@ func mergeEnv(base, extra []string) []string {
 }
 
 // Started waits for the init to set up, adds it to the cgroup v2 directory
-// if Prepare could not start it there (it joins v1 itself), lets it
-// start the shell and waits for that. Any failure is the init's
-// *InitError, or says the init died or hung.
+// if Prepare could not start it there, lets it start the shell, with the
+// cgroup v1 files it joins through first, and waits for that. Any failure
+// is the init's *InitError, or says the init died or hung.
 func (s *nativeSandbox) Started(pid int) error {
 	s.mu.Lock()
 	l := s.pending
@@ -975,19 +966,68 @@ func (s *nativeSandbox) Started(pid int) error {
 			s.guard.sweep(m.Repos) // what a watch could have missed
 		}
 	}
-	if s.group != nil && !l.prepared {
-		if err := s.group.AddV2(pid); err != nil {
-			return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
-		}
-	}
-	if _, err := c.Write([]byte(`{"Go":true}` + "\n")); err != nil {
-		return fmt.Errorf("%w: release sandbox init %d: %w", ErrSetup, pid, err)
+	if err := s.release(c, pid, l.prepared); err != nil {
+		return err
 	}
 	if _, err := recv("shell start"); err != nil {
 		return err
 	}
 	kept = true
 	s.keepFiles(c, r)
+	return nil
+}
+
+// release lets the init go on to start the shell: into the group's v2
+// directory first if it was not born there, then the Go message with the
+// group's cgroup v1 tasks files, which the init joins before anything
+// else (see initMsg). This is where the daemon waits for a group still
+// in the making (Cgroups), and where one that could not be made fails
+// the start: the init, sent no Go, never runs the shell.
+func (s *nativeSandbox) release(c net.Conn, pid int, prepared bool) error {
+	m := initMsg{Go: true}
+	var files []*os.File
+	if s.group != nil {
+		if !prepared {
+			if err := s.group.AddV2(pid); err != nil {
+				return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
+			}
+		}
+		var err error
+		if files, err = s.group.JoinFiles(); err != nil {
+			return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
+		}
+		defer closeAll(files)
+		for _, f := range files {
+			m.Cgroups = append(m.Cgroups, f.Name())
+		}
+	}
+	b, err := json.Marshal(&m)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	uc, ok := c.(*net.UnixConn)
+	switch {
+	case len(files) == 0:
+		_, err = c.Write(b)
+	case !ok:
+		err = errors.New("the init's socket is not a unix socket")
+	default:
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		// The files ride on the message's first byte; a stream socket
+		// takes it whole here (it is far below the socket's buffer).
+		var n int
+		n, _, err = uc.WriteMsgUnix(b, unix.UnixRights(fds...), nil)
+		if err == nil && n < len(b) {
+			_, err = c.Write(b[n:])
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: release sandbox init %d: %w", ErrSetup, pid, err)
+	}
 	return nil
 }
 

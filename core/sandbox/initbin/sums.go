@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "cd0e4779527074e105cddaf1019cfe63400063810d70eb7da632270037e3e273",
-	"arm64": "c3bb3979590b59dc91e9b9b300b5c10de1d77475f2ad126866dc2f97d5a16ded",
+	"amd64": "6b521cf172ea58c01bc9a1ba8d39ea7934e471a0d60bd2c3c0efda184a425813",
+	"arm64": "ded1cca3a2b5ca65b45aa3e138d3799b42f4afa5d7bd9b882ea555aead2721ee",
 }

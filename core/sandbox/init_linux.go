@@ -48,7 +48,9 @@ func runInit() int {
 	unix.CloseOnExec(fd)
 	sock := os.NewFile(uintptr(fd), "sandbox-init")
 
-	// Read with recvmsg: the Go message brings the cgroup files.
+	// Read with recvmsg: the Go message brings the cgroup files. It may
+	// come right behind the config (Started), and be read with it: fr
+	// keeps the files until Go is decoded.
 	fr := initReader(fd)
 	enc, dec := json.NewEncoder(sock), json.NewDecoder(fr)
 	fail := func(err error) int {
@@ -69,7 +71,6 @@ func runInit() int {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fail(initErr("close_range", "", err))
 	}
-	closeFDs(fr.take()) // none is sent with the config
 	if err := setup(&cfg); err != nil {
 		return fail(err)
 	}

@@ -882,10 +882,10 @@ func mergeEnv(base, extra []string) []string {
 	return out
 }
 
-// Started waits for the init to set up, adds it to the cgroup v2 directory
-// if Prepare could not start it there, lets it start the shell, with the
-// cgroup v1 files it joins through first, and waits for that. Any failure
-// is the init's *InitError, or says the init died or hung.
+// Started adds the init to the cgroup v2 directory if Prepare could not
+// start it there, lets it start the shell once set up, with the cgroup v1
+// files it joins through first, and waits for that. Any failure is the
+// init's *InitError, or says the init died or hung.
 func (s *nativeSandbox) Started(pid int) error {
 	s.mu.Lock()
 	l := s.pending
@@ -943,6 +943,17 @@ func (s *nativeSandbox) Started(pid int) error {
 		}
 		return m, nil
 	}
+	// The init goes on from Ready to the shell on nothing of its report
+	// unless a git guard must see what it found first (arm, sweep). Else
+	// Go is sent now, behind the config on the socket, for the init to
+	// find there once it is ready: it never waits for this process to be
+	// scheduled, read Ready and answer.
+	early := s.guard == nil
+	if early {
+		if err := s.release(c, pid, l.prepared); err != nil {
+			return err
+		}
+	}
 	m, err := recv("setup")
 	if err != nil {
 		return err
@@ -966,8 +977,10 @@ func (s *nativeSandbox) Started(pid int) error {
 			s.guard.sweep(m.Repos) // what a watch could have missed
 		}
 	}
-	if err := s.release(c, pid, l.prepared); err != nil {
-		return err
+	if !early {
+		if err := s.release(c, pid, l.prepared); err != nil {
+			return err
+		}
 	}
 	if _, err := recv("shell start"); err != nil {
 		return err
@@ -977,12 +990,13 @@ func (s *nativeSandbox) Started(pid int) error {
 	return nil
 }
 
-// release lets the init go on to start the shell: into the group's v2
-// directory first if it was not born there, then the Go message with the
-// group's cgroup v1 tasks files, which the init joins before anything
-// else (see initMsg). This is where the daemon waits for a group still
-// in the making (Cgroups), and where one that could not be made fails
-// the start: the init, sent no Go, never runs the shell.
+// release lets the init go on to start the shell once it is set up: into
+// the group's v2 directory first if it was not born there, then the Go
+// message with the group's cgroup v1 tasks files, which the init joins
+// before it drops its privileges (see initMsg). This is where the daemon
+// waits for a group still in the making (Cgroups), and where one that
+// could not be made fails the start: the init, sent no Go, never runs
+// the shell.
 func (s *nativeSandbox) release(c net.Conn, pid int, prepared bool) error {
 	m := initMsg{Go: true}
 	var files []*os.File

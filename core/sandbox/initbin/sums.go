@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "6b521cf172ea58c01bc9a1ba8d39ea7934e471a0d60bd2c3c0efda184a425813",
-	"arm64": "ded1cca3a2b5ca65b45aa3e138d3799b42f4afa5d7bd9b882ea555aead2721ee",
+	"amd64": "43c7ea5452a4431bee5f00f157910f3e101b49ba9621e6997f7f0a41fc856565",
+	"arm64": "3e1775ac48c5abbf81c927ad4ec575ee45193b238ade62db5bea3f1a686dad5a",
 }

@@ -1039,7 +1039,12 @@ func (s *nativeSandbox) release(c net.Conn, pid int, prepared bool) error {
 			_, err = c.Write(b[n:])
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// Past StartTimeout already (the message is far smaller than the
+		// socket's buffer, so nothing else holds it up).
+		return fmt.Errorf("%w: sandbox init %d did not finish setup within %s", ErrSetup, pid, s.d.opts.StartTimeout)
+	case err != nil:
 		return fmt.Errorf("%w: release sandbox init %d: %w", ErrSetup, pid, err)
 	}
 	return nil

@@ -78,10 +78,10 @@ type starter struct {
 
 // The phases of a cold start, in order, as starters mark them.
 const (
-	phaseCreate  = "create"  // sandbox Create: state directories, cgroup, disk
+	phaseCreate  = "create"  // sandbox Create: state directories, disk; the cgroup's making begun, which goes on in the background
 	phasePrepare = "prepare" // the terminal's PTY and Prepare rewriting bash's command
 	phaseSpawn   = "spawn"   // cmd.Start: clone into new namespaces, exec, up to Started
-	phaseSetup   = "setup"   // Started: the init's start, root, lockdown, bash forked
+	phaseSetup   = "setup"   // Started: the init's start, root, the cgroup joined, lockdown, bash forked
 	phaseShell   = "shell"   // bash's start to its first prompt (bwrap: its setup too)
 )
 
@@ -287,7 +287,7 @@ func (b *bench) sandboxCold(ctx context.Context, s *Section, dir string) (latenc
 			Name: "native - host bash p50 (the sandbox's own cost)", Figure: dur(max(time.Nanosecond, nu.p50-hu.p50)),
 		},
 		Row{
-			Name: "native: Create p50 (state dirs, cgroups)", Figure: dur(nCreate),
+			Name: "native: Create p50 (state dirs, cgroup begun)", Figure: dur(nCreate),
 			Baseline: labelled("native", dur(nu.p50)),
 			Ratio:    ratio(nCreate.Seconds(), nu.p50.Seconds()), RatioOf: "part/all",
 		},
@@ -396,11 +396,12 @@ func gapNote(native, bare, bwrap *starter, sp spawnCosts) string {
 		return "+" + s
 	}
 	nRest := native.phase(phaseSetup) + native.phase(phaseShell)
-	return fmt.Sprintf("the gap to bwrap, phase by phase: create %s (state directories, cgroup: bwrap has none; %s without cgroups), prepare %s (Prepare: the config, the mount clones; bwrap's only rewrites argv), spawn %s (bwrap's is a vfork and exec of bwrap, which makes its namespaces later, in its shell phase here; the init's is a fork of this process into the namespaces and an exec that drops the fork's copy; by the spawn alone note, a fork rather than a vfork costs about %s here and the namespaces %s more), setup and shell %s (the init's start, root, lockdown and bash's fork, then bash to its prompt, against bwrap's setup, its namespaces included, and the same bash); the init alone rows give that last part's page faults and CPU.",
+	return fmt.Sprintf("the gap to bwrap, phase by phase: create %s (state directories, and the cgroup's making begun, which goes on behind the spawn and the init's setup until Started sends the init its files: bwrap has none; %s without cgroups), prepare %s (Prepare: the config, the mount clones; bwrap's only rewrites argv), spawn %s (bwrap's is a vfork and exec of bwrap, which makes its namespaces later, in its shell phase here; the init's is a fork of this process into the namespaces and an exec that drops the fork's copy; by the spawn alone note, a fork rather than a vfork costs about %s here and the namespaces %s more, %s of it the network namespace's; bwrap makes the same namespaces, in its setup), setup and shell %s (the init's start, root, cgroup join, lockdown and bash's fork, then bash to its prompt, against bwrap's setup, its namespaces included, and the same bash; with no git guard, as here, the init goes from its setup to bash's fork without waiting for this process, which sends it Go beforehand); the init alone rows give that last part's page faults and CPU.",
 		d(native.phase(phaseCreate), 0), formatSeconds(bare.phase(phaseCreate).Seconds()),
 		d(native.phase(phasePrepare), bwrap.phase(phasePrepare)),
 		d(native.phase(phaseSpawn), bwrap.phase(phaseSpawn)),
 		formatSeconds(max(sp.fork-sp.vfork, 0).Seconds()), formatSeconds(max(sp.namespaces-sp.fork, 0).Seconds()),
+		formatSeconds(max(sp.namespaces-sp.noNet, 0).Seconds()),
 		d(nRest, bwrap.phase(phaseShell)))
 }
 
@@ -410,16 +411,18 @@ func gapNote(native, bare, bwrap *starter, sp spawnCosts) string {
 // in a user namespace of its own, which Go must fork for (the parent
 // writes the child's uid and gid maps between the clone and the exec), so
 // the kernel copies the page tables of this process's resident memory and
-// the exec drops them again; and in every namespace a native sandbox's
-// init starts in (network none's too), with the same maps.
+// the exec drops them again; in every namespace a native sandbox's init
+// starts in (network none's too), with the same maps; and in all of them
+// but the network namespace, whose making (a loopback device, every
+// protocol's per-namespace state) is the dearest.
 type spawnCosts struct {
-	vfork, fork, namespaces time.Duration
-	rssAnon                 string // this process's anonymous resident memory, which a fork copies the page tables of
+	vfork, fork, namespaces, noNet time.Duration
+	rssAnon                        string // this process's anonymous resident memory, which a fork copies the page tables of
 }
 
 func (sp spawnCosts) note() string {
-	return fmt.Sprintf("spawn alone: os/exec's Start of /bin/true from this process (resident anonymous memory %s), medians, taking turns: plain (vfork) %s; in a user namespace of its own (a fork: Go cannot vfork a child whose uid and gid maps it writes) %s; in the native init's namespaces, network's included, %s. The native spawn pays the last and more (its child's own steps, a larger exec); a daemon with more resident memory pays more for the fork.",
-		sp.rssAnon, formatSeconds(sp.vfork.Seconds()), formatSeconds(sp.fork.Seconds()), formatSeconds(sp.namespaces.Seconds()))
+	return fmt.Sprintf("spawn alone: os/exec's Start of /bin/true from this process (resident anonymous memory %s), medians, taking turns: plain (vfork) %s; in a user namespace of its own (a fork: Go cannot vfork a child whose uid and gid maps it writes) %s; in the native init's namespaces, network's included, %s; in them all but the network's, %s. The native spawn pays the network's and more (its child's own steps, a larger exec); a daemon with more resident memory pays more for the fork.",
+		sp.rssAnon, formatSeconds(sp.vfork.Seconds()), formatSeconds(sp.fork.Seconds()), formatSeconds(sp.namespaces.Seconds()), formatSeconds(sp.noNet.Seconds()))
 }
 
 // spawnSplit measures spawnCosts, n times each, in turns.
@@ -439,6 +442,7 @@ func spawnSplit(ctx context.Context, n int) (spawnCosts, error) {
 		func() *syscall.SysProcAttr { return nil },
 		func() *syscall.SysProcAttr { return maps(&syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER}) },
 		func() *syscall.SysProcAttr { return maps(&syscall.SysProcAttr{Cloneflags: all}) },
+		func() *syscall.SysProcAttr { return maps(&syscall.SysProcAttr{Cloneflags: all &^ unix.CLONE_NEWNET}) },
 	}
 	took := make([][]time.Duration, len(ways))
 	for round := range 1 + n {
@@ -459,7 +463,7 @@ func spawnSplit(ctx context.Context, n int) (spawnCosts, error) {
 			}
 		}
 	}
-	sp := spawnCosts{vfork: median(took[0]), fork: median(took[1]), namespaces: median(took[2]), rssAnon: "unknown"}
+	sp := spawnCosts{vfork: median(took[0]), fork: median(took[1]), namespaces: median(took[2]), noNet: median(took[3]), rssAnon: "unknown"}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "RssAnon:"); ok {

@@ -17,11 +17,9 @@
 // else, as runc does `runc init`); started in new user, mount, pid,
 // network, uts, ipc and cgroup namespaces, with bash's command in a JSON
 // configuration on a socket passed in ExtraFiles. The init is born in the
-// group's cgroup v2 directory; first of all its main thread joins the v1
-// hierarchies by itself, through tasks files the daemon opened for it
-// (cgroup.Group.JoinFiles), so that bash, forked later from that thread,
-// starts inside every one. The init, pid 1 of its namespace, then builds
-// the root: a tmpfs with read-only binds of the host's
+// group's cgroup v2 directory where there is one (Cgroups makes the group
+// in the background; Prepare waits for it then). The init, pid 1 of its
+// namespace, builds the root: a tmpfs with read-only binds of the host's
 // (or Spec.Image's) usr, bin, sbin, lib* and etc, where every file that is
 // not world-readable but the sandbox's user could read (a key of a group
 // the daemon's user is in) is covered by an empty one;
@@ -34,9 +32,13 @@
 // pivots into it and drops the host's root, sets the hostname, brings up
 // loopback (and, for NetworkProxy, forwards 127.0.0.1:3128 to the daemon's
 // proxy socket), says it is ready and waits. Started, called by the
-// terminal right after the start, adds the init to the v2 directory if it
-// could not be born there and lets it go on: on the thread that will fork,
-// the init locks its securebits, empties the capability bounding, ambient,
+// terminal right after the start, waits for the group to be made, adds
+// the init to the v2 directory if it could not be born there and lets it
+// go on, sending with that message the group's v1 tasks files
+// (cgroup.Group.JoinFiles): first the init's main thread joins the v1
+// hierarchies by itself through them, so that bash, forked later from
+// that thread, starts inside every one; then, on that thread, the init
+// locks its securebits, empties the capability bounding, ambient,
 // effective, permitted and inheritable sets, sets no_new_privs, loads the
 // seccomp filter (package seccomp) on every thread, and forks bash as its
 // only child, applying the rlimits to it. It reaps orphans, passes SIGTERM, SIGHUP, SIGINT, SIGQUIT

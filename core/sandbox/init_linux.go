@@ -48,7 +48,11 @@ func runInit() int {
 	unix.CloseOnExec(fd)
 	sock := os.NewFile(uintptr(fd), "sandbox-init")
 
-	enc, dec := json.NewEncoder(sock), json.NewDecoder(sock)
+	// Read with recvmsg: the Go message brings the cgroup files. It may
+	// come right behind the config (Started), and be read with it: fr
+	// keeps the files until Go is decoded.
+	fr := initReader(fd)
+	enc, dec := json.NewEncoder(sock), json.NewDecoder(fr)
 	fail := func(err error) int {
 		var ie *InitError
 		if !errors.As(err, &ie) {
@@ -67,9 +71,6 @@ func runInit() int {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fail(initErr("close_range", "", err))
 	}
-	if err := joinCgroups(initSourceFD+cfg.Sources, cfg.CgroupJoin); err != nil {
-		return fail(err)
-	}
 	if err := setup(&cfg); err != nil {
 		return fail(err)
 	}
@@ -78,13 +79,17 @@ func runInit() int {
 	}
 	var m initMsg
 	if err := dec.Decode(&m); err != nil || !m.Go {
+		closeFDs(fr.take())
 		return initFailed // the daemon gave up on us
 	}
-	// The init's cgroups are final now (v1 joined above, v2 by the daemon
-	// if not at birth), but the cgroup namespace it was born in is rooted
-	// where it was born: the v1 paths would show the daemon's groups
-	// (named after its pid) and the sandbox's. A namespace of its own,
-	// rooted here, for this thread and so for the shell it forks.
+	if err := joinCgroups(fr.take(), m.Cgroups); err != nil {
+		return fail(err)
+	}
+	// The init's cgroups are final now (v1 joined just now, v2 by the
+	// daemon if not at birth), but the cgroup namespace it was born in
+	// is rooted where it was born: the v1 paths would show the daemon's
+	// groups (named after its pid) and the sandbox's. A namespace of its
+	// own, rooted here, for this thread and so for the shell it forks.
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 		return fail(initErr("unshare(CLONE_NEWCGROUP)", "", err))
 	}
@@ -113,22 +118,29 @@ func runInit() int {
 
 // joinCgroups moves this thread, the main one that later forks the shell,
 // into the sandbox's cgroup v1 groups by writing "0" to each tasks file
-// the daemon opened for it (fds first on), then closes them. A thread
-// moving itself needs no RCU grace period, as a move by pid does. The
-// main thread is the thread-group leader, whose group is the one the v1
-// memory controller charges the whole process's memory to; the init's
+// the daemon sent with Go (fds, named by names), then closes them. A
+// thread moving itself needs no RCU grace period, as a move by pid does.
+// The main thread is the thread-group leader, whose group is the one the
+// v1 memory controller charges the whole process's memory to; the init's
 // other threads stay outside, which only spares the sandbox's pids limit
 // the runtime's few threads.
-func joinCgroups(first int, names []string) error {
-	var err0 error
-	for i, name := range names {
-		fd := first + i
-		if _, err := unix.Write(fd, []byte("0")); err != nil && err0 == nil {
-			err0 = initErr("join cgroup", name, err)
-		}
-		_ = unix.Close(fd)
+//
+// It runs once the root is built, so that the daemon can make the group
+// meanwhile (Cgroups): what the init did until then (its mounts, its
+// root's first pages) is charged to the daemon's groups, and is the
+// init's own, bounded work. Nothing of the agent's has run: the shell is
+// forked by this thread, after this and after lockdown.
+func joinCgroups(fds []int, names []string) error {
+	defer closeFDs(fds)
+	if len(fds) != len(names) {
+		return initErr("join cgroup", "", fmt.Errorf("%d files for %d names", len(fds), len(names)))
 	}
-	return err0
+	for i, name := range names {
+		if _, err := unix.Write(fds[i], []byte("0")); err != nil {
+			return initErr("join cgroup", name, err)
+		}
+	}
+	return nil
 }
 
 // setup builds the sandbox: the root filesystem, hostname, loopback and

@@ -535,7 +535,7 @@ type nativeSandbox struct {
 type launch struct {
 	conn     *os.File   // the daemon's end of the socket
 	child    *os.File   // the init's end, closed here once it has started
-	join     []*os.File // the cgroup files the init joins through, likewise
+	sources  []*os.File // what the init mounts from, likewise
 	prepared bool       // the init starts inside the group's v2 directory
 }
 
@@ -553,7 +553,7 @@ func closeAll(fs []*os.File) {
 // closeChild closes what the init inherited, once it has it.
 func (l *launch) closeChild() {
 	l.child.Close()
-	closeAll(l.join)
+	closeAll(l.sources)
 }
 
 // initProc is one started init, held by pidfd so a recycled pid is never
@@ -772,38 +772,29 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	if err := s.giveControlFiles(); err != nil {
 		return fmt.Errorf("sandbox %s: control files: %w", s.spec.ID, err)
 	}
-	// The sources first (initSourceFD on), then the cgroup files.
-	var join []*os.File
+	// The sources, from initSourceFD on. The cgroup files are not among
+	// them: the group may still be in the making (see Cgroups), and the
+	// init joins it only once Started sends them.
+	var sources []*os.File
 	for _, src := range s.sources {
 		f, err := src.open()
 		if err != nil {
-			closeAll(join)
+			closeAll(sources)
 			return err
 		}
-		join = append(join, f)
-	}
-	if s.group != nil {
-		files, err := s.group.JoinFiles()
-		if err != nil {
-			closeAll(join)
-			return fmt.Errorf("sandbox %s: %w", s.spec.ID, err)
-		}
-		join = append(join, files...)
-		for _, f := range files {
-			cfg.CgroupJoin = append(cfg.CgroupJoin, f.Name())
-		}
+		sources = append(sources, f)
 	}
 	msg, err := json.Marshal(&cfg)
 	if err != nil {
-		closeAll(join)
+		closeAll(sources)
 		return fmt.Errorf("sandbox config: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		closeAll(join)
+		closeAll(sources)
 		return os.NewSyscallError("socketpair", err)
 	}
-	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child"), join: join}
+	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child"), sources: sources}
 	if _, err := l.conn.Write(append(msg, '\n')); err != nil {
 		l.close()
 		return fmt.Errorf("send sandbox config: %w", err)
@@ -811,10 +802,16 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 
 	cmd.Args = []string{"harnessd", InitCommand}
 	cmd.Dir = ""
-	// One P, and no runtime watching the cgroup's CPU limit: it would hold
-	// cgroup files of the daemon's mounts open in the init for nothing.
-	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=1", "GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
-	cmd.ExtraFiles = append([]*os.File{l.child}, join...) // fd 3, then the sources from initSourceFD, then the cgroup files
+	// Two Ps, and no runtime watching the cgroup's CPU limit: it would
+	// hold cgroup files of the daemon's mounts open in the init for
+	// nothing. Not one P: the init's setup is a string of system calls
+	// (mounts, seccomp, the shell's fork) on its locked main thread, and
+	// with no idle P the runtime's sysmon takes the P from any call that
+	// lasts over 20 µs and hands it to another thread, which the main
+	// thread must then wait to get it back from. With a second P idle,
+	// it leaves a call its P for up to 10 ms.
+	cmd.Env = []string{initFDEnv + "=3", "GOMAXPROCS=2", "GODEBUG=containermaxprocs=0,updatemaxprocs=0"}
+	cmd.ExtraFiles = append([]*os.File{l.child}, sources...) // fd 3, then the sources from initSourceFD
 	cmd.Path = s.d.opts.Exe
 	if s.d.initExe != nil {
 		// The carried program, last: executed through the child's own
@@ -846,7 +843,7 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	a.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: rootless}
 	a.Pdeathsig = syscall.SIGKILL
 	if s.group != nil {
-		l.prepared = s.group.Prepare(a) // else Started adds the init to v2
+		l.prepared = s.group.Prepare(a) // else Started adds the init to v2, if the group has it
 	}
 	s.pending = l
 	return nil
@@ -885,10 +882,10 @@ func mergeEnv(base, extra []string) []string {
 	return out
 }
 
-// Started waits for the init to set up, adds it to the cgroup v2 directory
-// if Prepare could not start it there (it joins v1 itself), lets it
-// start the shell and waits for that. Any failure is the init's
-// *InitError, or says the init died or hung.
+// Started adds the init to the cgroup v2 directory if Prepare could not
+// start it there, lets it start the shell once set up, with the cgroup v1
+// files it joins through first, and waits for that. Any failure is the
+// init's *InitError, or says the init died or hung.
 func (s *nativeSandbox) Started(pid int) error {
 	s.mu.Lock()
 	l := s.pending
@@ -946,6 +943,17 @@ func (s *nativeSandbox) Started(pid int) error {
 		}
 		return m, nil
 	}
+	// The init goes on from Ready to the shell on nothing of its report
+	// unless a git guard must see what it found first (arm, sweep). Else
+	// Go is sent now, behind the config on the socket, for the init to
+	// find there once it is ready: it never waits for this process to be
+	// scheduled, read Ready and answer.
+	early := s.guard == nil
+	if early {
+		if err := s.release(c, pid, l.prepared); err != nil {
+			return err
+		}
+	}
 	m, err := recv("setup")
 	if err != nil {
 		return err
@@ -969,19 +977,76 @@ func (s *nativeSandbox) Started(pid int) error {
 			s.guard.sweep(m.Repos) // what a watch could have missed
 		}
 	}
-	if s.group != nil && !l.prepared {
-		if err := s.group.AddV2(pid); err != nil {
-			return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
+	if !early {
+		if err := s.release(c, pid, l.prepared); err != nil {
+			return err
 		}
-	}
-	if _, err := c.Write([]byte(`{"Go":true}` + "\n")); err != nil {
-		return fmt.Errorf("%w: release sandbox init %d: %w", ErrSetup, pid, err)
 	}
 	if _, err := recv("shell start"); err != nil {
 		return err
 	}
 	kept = true
 	s.keepFiles(c, r)
+	return nil
+}
+
+// release lets the init go on to start the shell once it is set up: into
+// the group's v2 directory first if it was not born there, then the Go
+// message with the group's cgroup v1 tasks files, which the init joins
+// before it drops its privileges (see initMsg). This is where the daemon
+// waits for a group still in the making (Cgroups), and where one that
+// could not be made fails the start: the init, sent no Go, never runs
+// the shell.
+func (s *nativeSandbox) release(c net.Conn, pid int, prepared bool) error {
+	m := initMsg{Go: true}
+	var files []*os.File
+	if s.group != nil {
+		if !prepared {
+			if err := s.group.AddV2(pid); err != nil {
+				return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
+			}
+		}
+		var err error
+		if files, err = s.group.JoinFiles(); err != nil {
+			return fmt.Errorf("sandbox %s: join cgroup: %w", s.spec.ID, err)
+		}
+		defer closeAll(files)
+		for _, f := range files {
+			m.Cgroups = append(m.Cgroups, f.Name())
+		}
+	}
+	b, err := json.Marshal(&m)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	uc, ok := c.(*net.UnixConn)
+	switch {
+	case len(files) == 0:
+		_, err = c.Write(b)
+	case !ok:
+		err = errors.New("the init's socket is not a unix socket")
+	default:
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		// The files ride on the message's first byte; a stream socket
+		// takes it whole here (it is far below the socket's buffer).
+		var n int
+		n, _, err = uc.WriteMsgUnix(b, unix.UnixRights(fds...), nil)
+		if err == nil && n < len(b) {
+			_, err = c.Write(b[n:])
+		}
+	}
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// Past StartTimeout already (the message is far smaller than the
+		// socket's buffer, so nothing else holds it up).
+		return fmt.Errorf("%w: sandbox init %d did not finish setup within %s", ErrSetup, pid, s.d.opts.StartTimeout)
+	case err != nil:
+		return fmt.Errorf("%w: release sandbox init %d: %w", ErrSetup, pid, err)
+	}
 	return nil
 }
 

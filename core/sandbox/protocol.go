@@ -41,10 +41,7 @@ type initConfig struct {
 	// the init inherits from initSourceFD on; it closes them once the
 	// root is built, all but ProxySocket's.
 	Sources int
-	// CgroupJoin names the cgroup files the init inherits after the
-	// sources, in order; its forking thread writes "0" to each.
-	CgroupJoin []string
-	Shell      shellSpec
+	Shell   shellSpec
 
 	// Repos are the repositories the sandbox's first init found, which
 	// every later one pins even if it does not find them.
@@ -85,15 +82,20 @@ type shellSpec struct {
 
 // initMsg is one message on the init's socket, either way: the init says
 // Ready (set up, waiting), the daemon says Go (the init is in the cgroup
-// v2 directory, if it was not born there), the init
-// answers with the shell's Pid (in the sandbox's pid namespace); Err ends
-// the conversation.
+// v2 directory, if it was not born there) with the cgroup v1 files to
+// join, the init answers with the shell's Pid (in the sandbox's pid
+// namespace); Err ends the conversation.
 type initMsg struct {
 	Ready bool   `json:",omitempty"`
 	Note  string `json:",omitempty"` // with Ready: what the daemon should log
 	Repos []Repo `json:",omitempty"` // with Ready: the repositories the init found
 
-	Go  bool       `json:",omitempty"`
+	Go bool `json:",omitempty"`
+	// With Go: the names of the cgroup v1 tasks files that come with the
+	// message (SCM_RIGHTS), in order; the init's forking thread writes
+	// "0" to each before it drops its privileges and starts the shell.
+	Cgroups []string `json:",omitempty"`
+
 	Pid int        `json:",omitempty"`
 	Err *InitError `json:",omitempty"`
 }

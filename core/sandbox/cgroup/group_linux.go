@@ -91,12 +91,7 @@ func (g *Group) create(l Limits) error {
 			return err
 		}
 	}
-	if p.by[roleMemory] == nil && l.MemoryBytes > 0 {
-		g.rlimits = append(g.rlimits, Rlimit{Resource: unix.RLIMIT_AS, Name: "RLIMIT_AS", Value: uint64(l.MemoryBytes)})
-	}
-	if p.by[rolePids] == nil && l.Pids > 0 {
-		g.rlimits = append(g.rlimits, Rlimit{Resource: unix.RLIMIT_NPROC, Name: "RLIMIT_NPROC", Value: uint64(l.Pids)})
-	}
+	g.rlimits = g.m.Rlimits(l)
 	if g.d.track != "" {
 		fd, err := unix.Open(g.d.track, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -106,6 +101,26 @@ func (g *Group) create(l Limits) error {
 	}
 	return nil
 }
+
+// Rlimits lists the limits of l that no cgroup of m's enforces on this
+// host, as the Group New makes with l would (Group.Rlimits), without
+// making one: a caller that makes the group in the background knows them
+// at once.
+func (m *Manager) Rlimits(l Limits) []Rlimit {
+	var out []Rlimit
+	if m.plan.by[roleMemory] == nil && l.MemoryBytes > 0 {
+		out = append(out, Rlimit{Resource: unix.RLIMIT_AS, Name: "RLIMIT_AS", Value: uint64(l.MemoryBytes)})
+	}
+	if m.plan.by[rolePids] == nil && l.Pids > 0 {
+		out = append(out, Rlimit{Resource: unix.RLIMIT_NPROC, Name: "RLIMIT_NPROC", Value: uint64(l.Pids)})
+	}
+	return out
+}
+
+// ClonesInto reports whether m's groups have a cgroup v2 directory, which
+// Group.Prepare starts a process inside; false where they join v1
+// hierarchies alone.
+func (m *Manager) ClonesInto() bool { return m.plan.by[roleTrack] != nil }
 
 // ctlWrite is a value for a control file.
 type ctlWrite struct {

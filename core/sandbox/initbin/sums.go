@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "cd0e4779527074e105cddaf1019cfe63400063810d70eb7da632270037e3e273",
-	"arm64": "c3bb3979590b59dc91e9b9b300b5c10de1d77475f2ad126866dc2f97d5a16ded",
+	"amd64": "43c7ea5452a4431bee5f00f157910f3e101b49ba9621e6997f7f0a41fc856565",
+	"arm64": "3e1775ac48c5abbf81c927ad4ec575ee45193b238ade62db5bea3f1a686dad5a",
 }

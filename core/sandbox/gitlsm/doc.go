@@ -1,8 +1,8 @@
 // Package gitlsm is the kernel's part of the sandbox's git guard: a BPF
 // LSM program, attached to the hooks that make a directory entry, that
-// refuses (EPERM) a guarded sandbox's task a new entry named HEAD in a
-// directory that the sandbox's dedicated uid does not own, on the
-// workspace's filesystems.
+// refuses (EPERM) a guarded sandbox's task a new entry named HEAD, or a
+// new .git that is not a directory, in a directory that the sandbox's
+// dedicated uid does not own, on the workspace's filesystems.
 //
 // Why: a directory is a git repository only with a HEAD, and git on the
 // host trusts a repository its user owns. In a workspace its user named,
@@ -10,7 +10,11 @@
 // theirs; the daemon's fanotify watch hands each one to the dedicated
 // uid, but only after it exists. With this rule no directory of the
 // user's gets a HEAD by the agent's hand at all; a .git the watch has
-// handed over (the dedicated uid's) can, so git inside still works.
+// handed over (the dedicated uid's) can, so git inside still works. A
+// .git file or symlink would name a gitdir anywhere, one of the user's
+// own directories that has a HEAD already (the reflog .git/logs/HEAD
+// of a repository of theirs is a valid one), which the agent could
+// complete with objects, refs and a config: so those are refused too.
 //
 // # Basics
 //

@@ -23,28 +23,32 @@ const MaxEntries = 16384
 // new dentry are among the hook's arguments, and whether the dentry may
 // already have an inode (rename over an existing name, which is allowed).
 type hook struct {
-	name          string
-	dir, dentry   int
-	mayBePositive bool
+	name        string
+	dir, dentry int
+	// source is the argument that is the dentry being renamed, for
+	// inode_rename (its type decides for .git), else -1.
+	source int
+	// makesDir: the entry made is a directory (a .git one is allowed).
+	makesDir bool
 }
 
 // hooks are every hook that makes a directory entry. inode_rename is
 // called for the new name; for RENAME_EXCHANGE it is called a second
 // time with the two swapped, and both names exist: nothing new appears.
 var hooks = []hook{
-	{"inode_create", 0, 1, false},
-	{"inode_mknod", 0, 1, false},
-	{"inode_mkdir", 0, 1, false},
-	{"inode_symlink", 0, 1, false},
-	{"inode_link", 1, 2, false},
-	{"inode_rename", 2, 3, true},
+	{"inode_create", 0, 1, -1, false},
+	{"inode_mknod", 0, 1, -1, false},
+	{"inode_mkdir", 0, 1, -1, true},
+	{"inode_symlink", 0, 1, -1, false},
+	{"inode_link", 1, 2, -1, false},
+	{"inode_rename", 2, 3, 1, false},
 }
 
 // offsets are the byte offsets of what the programs read, from the
 // kernel's BTF.
 type offsets struct {
 	nameLen, namePtr, dInode int16 // struct dentry: d_name.len, d_name.name, d_inode
-	iUID, iSB                int16 // struct inode
+	iMode, iUID, iSB         int16 // struct inode
 	sDev                     int16 // struct super_block
 	cred                     int16 // struct task_struct
 	userNS                   int16 // struct cred
@@ -113,34 +117,35 @@ func Load() (*Rule, error) {
 	return r, nil
 }
 
-// headLE is "HEAD" as a little-endian 32-bit word, as the programs read
-// the name's first four bytes.
-const headLE = 'H' | 'E'<<8 | 'A'<<16 | 'D'<<24
+// headLE and gitLE are "HEAD" and ".git" as little-endian 32-bit
+// words, as the programs read a name's first four bytes.
+const (
+	headLE = 'H' | 'E'<<8 | 'A'<<16 | 'D'<<24
+	gitLE  = '.' | 'g'<<8 | 'i'<<16 | 't'<<24
+)
 
 // program is the program of hook h, checks ordered cheapest first, since
 // it runs on every creation on the host:
 //
 //	if len(dentry.name) != 4 -> allow
-//	if h allows an existing name and dentry has an inode -> allow
-//	if dentry.name != "HEAD" -> allow
+//	name := dentry.name
+//	if name == "HEAD":
+//		if h renames over an existing HEAD -> allow (git's HEAD.lock)
+//	else if name == ".git" and what is made is not a directory:
+//		(a .git file or link names a gitdir anywhere: one of the
+//		user's old directories with a HEAD, say .git/logs, the reflog
+//		of theirs, given objects, refs and a config by the agent)
+//	else -> allow
 //	owner := rule[current's user namespace, dir's s_dev]; absent -> allow
 //	if dir's i_uid == owner -> allow
 //	-> EPERM
 func program(h hook, o offsets, mapFD int) asm.Instructions {
-	const allow = "allow"
+	const allow, head, check = "allow", "head", "check"
 	ins := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),                               // r6 = ctx (the hook's arguments, u64 each)
 		asm.LoadMem(asm.R7, asm.R6, int16(8*h.dentry), asm.DWord), // r7 = dentry
 		asm.LoadMem(asm.R2, asm.R7, o.nameLen, asm.Word),
 		asm.JNE.Imm(asm.R2, 4, allow),
-	}
-	if h.mayBePositive {
-		ins = append(ins,
-			asm.LoadMem(asm.R2, asm.R7, o.dInode, asm.DWord),
-			asm.JNE.Imm(asm.R2, 0, allow),
-		)
-	}
-	ins = append(ins,
 		// bpf_probe_read_kernel(fp-8, 4, dentry->d_name.name)
 		asm.Mov.Imm(asm.R2, 0),
 		asm.StoreMem(asm.RFP, -8, asm.R2, asm.DWord),
@@ -151,9 +156,33 @@ func program(h hook, o offsets, mapFD int) asm.Instructions {
 		asm.FnProbeReadKernel.Call(),
 		asm.JNE.Imm(asm.R0, 0, allow),
 		asm.LoadMem(asm.R2, asm.RFP, -8, asm.Word),
-		asm.JNE.Imm(asm.R2, headLE, allow),
+		asm.JEq.Imm(asm.R2, headLE, head),
+	}
+	if h.makesDir {
+		ins = append(ins, asm.Ja.Label(allow))
+	} else {
+		ins = append(ins, asm.JNE.Imm(asm.R2, gitLE, allow))
+		if h.source >= 0 {
+			ins = append(ins,
+				asm.LoadMem(asm.R3, asm.R6, int16(8*h.source), asm.DWord),
+				asm.LoadMem(asm.R3, asm.R3, o.dInode, asm.DWord),
+				asm.LoadMem(asm.R3, asm.R3, o.iMode, asm.Half),
+				asm.And.Imm(asm.R3, unix.S_IFMT),
+				asm.JEq.Imm(asm.R3, unix.S_IFDIR, allow),
+			)
+		}
+		ins = append(ins, asm.Ja.Label(check))
+	}
+	ins = append(ins, asm.Mov.Imm(asm.R0, 0).WithSymbol(head))
+	if h.source >= 0 {
+		ins = append(ins,
+			asm.LoadMem(asm.R2, asm.R7, o.dInode, asm.DWord),
+			asm.JNE.Imm(asm.R2, 0, allow),
+		)
+	}
+	ins = append(ins,
 		// key at fp-16: {user namespace, s_dev}
-		asm.FnGetCurrentTaskBtf.Call(),
+		asm.FnGetCurrentTaskBtf.Call().WithSymbol(check),
 		asm.LoadMem(asm.R1, asm.R0, o.cred, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R1, o.userNS, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R1, o.inum, asm.Word),
@@ -191,6 +220,7 @@ func kernelOffsets(spec *btf.Spec) (offsets, error) {
 		{&o.nameLen, "dentry", []string{"d_name", "len"}, 4},
 		{&o.namePtr, "dentry", []string{"d_name", "name"}, 8},
 		{&o.dInode, "dentry", []string{"d_inode"}, 8},
+		{&o.iMode, "inode", []string{"i_mode"}, 2},
 		{&o.iUID, "inode", []string{"i_uid"}, 4},
 		{&o.iSB, "inode", []string{"i_sb"}, 8},
 		{&o.sDev, "super_block", []string{"s_dev"}, 4},

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "cd0e4779527074e105cddaf1019cfe63400063810d70eb7da632270037e3e273",
-	"arm64": "c3bb3979590b59dc91e9b9b300b5c10de1d77475f2ad126866dc2f97d5a16ded",
+	"amd64": "15dc78f78ebfa2d81817dfd1e678049fb592437c83e38688e81c55396656b0b5",
+	"arm64": "b1b9fb54e38397b444aa11674fb10d92896ac81547c437e7c44d1d48a5385d9c",
 }

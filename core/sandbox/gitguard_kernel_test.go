@@ -111,10 +111,11 @@ func TestGitUserDirHEADPlants(t *testing.T) {
 	ws, marker, git := userDir(t)
 	// A directory of the user's with objects and refs (a bare repository
 	// but for HEAD), and a stray HEAD of theirs with a valid content.
-	for _, p := range []string{"half/objects", "half/refs/heads", "stray"} {
+	for _, p := range []string{"half/objects", "half/refs/heads", "stray", "vs"} {
 		os.MkdirAll(filepath.Join(ws, p), 0o755)
 	}
 	os.WriteFile(filepath.Join(ws, "stray", "HEAD"), []byte("not a ref\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "vs", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644) // valid already
 	if out, err := exec.Command("chown", "-R", strconv.Itoa(userDirOwner)+":"+strconv.Itoa(userDirOwner), ws).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
@@ -141,6 +142,7 @@ func TestGitUserDirHEADPlants(t *testing.T) {
 			fmt.Sprintf(cfg, "cp", "", "/tmp/prep") + " && mkdir cpd && cp -r /tmp/prep cpd/.git", "cpd", "fail"},
 		{"cp -r bare", "cp -r /tmp/prep cpb", "cpb", perm},
 		{"stray rewritten", "echo 'ref: refs/heads/main' > stray/HEAD; mkdir -p stray/objects stray/refs/heads && " + fmt.Sprintf(cfg, "stray", "", "stray"), "stray", "Read-only"},
+		{"valid stray completed", "mkdir -p vs/objects vs/refs/heads; " + fmt.Sprintf(cfg, "vs", "", "vs"), "vs", "Read-only"},
 		{"git init then config", "git init -q -b main gi; git -C gi config core.fsmonitor 'touch " + marker + "/gi; false'", "gi", ""},
 		{"git init --bare", "git init -q --bare gb; printf '[core]\\n\\tfsmonitor = \"touch " + marker + "/gb; false\"\\n' >> gb/config", "gb", ""},
 	} {

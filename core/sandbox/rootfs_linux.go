@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -360,6 +362,12 @@ type Repo struct {
 	// HEAD, so the agent cannot rewrite this one into a valid one (nor
 	// move its directory) to complete a repository of the user's.
 	Stray bool `json:",omitempty"`
+	// Half is the directory of a stray HEAD that would do as a
+	// repository's, or is a link (Path names the directory): a
+	// repository but for objects and refs, which the agent could add.
+	// Where stray HEADs are pinned, it is pinned read-only whole (the
+	// workspace's top, as a repository: its control files).
+	Half bool `json:",omitempty"`
 }
 
 // findRepos walks the workspace at ws for every repository in it: .git
@@ -400,10 +408,45 @@ func findRepos(ws string, limit int) (repos []Repo, note string) {
 			return fs.SkipDir
 		case de.Name() == "HEAD" && de.Type().IsRegular() && !(rootBare && rel == "HEAD"):
 			repos = append(repos, Repo{Path: rel, Stray: true})
+			if validHead(p) {
+				// A repository but for objects and refs, which the
+				// agent may add: pinned as one, so that its config
+				// and hooks are none of the agent's.
+				repos = append(repos, Repo{Path: filepath.Dir(rel), Half: true})
+			}
+		case de.Name() == "HEAD" && de.Type()&fs.ModeSymlink != 0:
+			// A link cannot be pinned, and may be replaced: its
+			// directory is pinned as a repository.
+			repos = append(repos, Repo{Path: filepath.Dir(rel), Half: true})
 		}
 		return nil
 	})
 	return repos, note
+}
+
+// validHead reports whether the file at p would do as a repository's
+// HEAD: a symbolic ref, or an object name.
+func validHead(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 64)
+	n, _ := io.ReadFull(f, b)
+	b = b[:n]
+	if bytes.HasPrefix(b, []byte("ref: refs/")) {
+		return true
+	}
+	if len(b) < 40 {
+		return false
+	}
+	for _, c := range b[:40] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func bareRepo(dir string) bool {
@@ -437,10 +480,16 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 			continue
 		}
 		seen[r] = true
-		if r.Stray {
-			if !cfg.PinStray {
-				continue
+		if (r.Stray || r.Half) && !cfg.PinStray {
+			continue
+		}
+		if r.Half && r.Path != "." {
+			if err := protect(src, ws, r.Path+"/", r.Path+"/", pinned); err != nil {
+				return nil, "", err
 			}
+			continue
+		}
+		if r.Stray {
 			if strays++; strays > maxStrayPins {
 				if strays == maxStrayPins+1 {
 					note = strings.TrimPrefix(note+fmt.Sprintf("; git rule: more than %d files named HEAD outside any repository; those past them are not pinned", maxStrayPins), "; ")

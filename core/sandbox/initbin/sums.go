@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "15dc78f78ebfa2d81817dfd1e678049fb592437c83e38688e81c55396656b0b5",
-	"arm64": "b1b9fb54e38397b444aa11674fb10d92896ac81547c437e7c44d1d48a5385d9c",
+	"amd64": "23bfd337da96be1c09e3372961b7bcbf9c261e6ed1d2f6a2e587cddf38751d77",
+	"arm64": "6551faf96003751abf24453d51090910cd40b8fc98fe974fcc573bd79a9baf5f",
 }

@@ -51,7 +51,10 @@ import (
 // under a millisecond on an idle host; longer under load, and an agent
 // can add load), the user's git would trust it. Each shell start sweeps
 // what its init found, and Destroy sweeps the workspace, for anything
-// the watch missed.
+// the watch missed. Where the kernel has BPF LSM, the kernel rule
+// (kernelRule, package gitlsm) closes the window: the agent gets no
+// HEAD in a directory the dedicated uid does not own, so what the watch
+// has not handed over yet is no repository at all.
 
 // quarantineNames are the entry names whose creation may make a
 // repository: .git itself, and what makes a directory a bare one.

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "23bfd337da96be1c09e3372961b7bcbf9c261e6ed1d2f6a2e587cddf38751d77",
-	"arm64": "6551faf96003751abf24453d51090910cd40b8fc98fe974fcc573bd79a9baf5f",
+	"amd64": "12209fe75b21878788b9d76fe09b033117b9ff6d8fcdd3ae0d0797de924bc5f9",
+	"arm64": "6a642c0286b86efd050edea6a0e34b8d306c226e97716c8d35d68a6154543137",
 }

@@ -119,6 +119,13 @@ func TestGitUserDirHEADPlants(t *testing.T) {
 	if out, err := exec.Command("chown", "-R", strconv.Itoa(userDirOwner)+":"+strconv.Itoa(userDirOwner), ws).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
+	// A repository of the user's with a commit: its .git/logs has a
+	// HEAD (the reflog), which git takes as a valid one.
+	for _, c := range [][]string{{"init", "-q", "-b", "main", "own"}, {"-C", "own", "commit", "-q", "--allow-empty", "-m", "1"}} {
+		if out, err := git(ws, c...); err != nil {
+			t.Fatalf("git %v: %v %s", c, err, out)
+		}
+	}
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	cfg := `printf '[core]\n\tfsmonitor = "touch ` + marker + `/%s; false"\n' %s > %s/config`
 	b.must(fmt.Sprintf(cfg, "half", "", "half"))
@@ -143,6 +150,9 @@ func TestGitUserDirHEADPlants(t *testing.T) {
 		{"cp -r bare", "cp -r /tmp/prep cpb", "cpb", perm},
 		{"stray rewritten", "echo 'ref: refs/heads/main' > stray/HEAD; mkdir -p stray/objects stray/refs/heads && " + fmt.Sprintf(cfg, "stray", "", "stray"), "stray", "Read-only"},
 		{"valid stray completed", "mkdir -p vs/objects vs/refs/heads; " + fmt.Sprintf(cfg, "vs", "", "vs"), "vs", "Read-only"},
+		{"reflog completed, .git file to it", "mkdir -p own/.git/logs/objects own/.git/logs/refs/heads; " + fmt.Sprintf(cfg, "reflog", "", "own/.git/logs") +
+			"; mkdir rl && printf 'gitdir: ../own/.git/logs\\n' > rl/.git", "rl", perm},
+		{"reflog completed, .git link to it", "mkdir rl2 && ln -s ../own/.git/logs rl2/.git", "rl2", perm},
 		{"git init then config", "git init -q -b main gi; git -C gi config core.fsmonitor 'touch " + marker + "/gi; false'", "gi", ""},
 		{"git init --bare", "git init -q --bare gb; printf '[core]\\n\\tfsmonitor = \"touch " + marker + "/gb; false\"\\n' >> gb/config", "gb", ""},
 	} {

@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/core/terminal"
 )
@@ -284,5 +287,37 @@ func TestGitUserDirHEADEntries(t *testing.T) {
 	}
 	if n := rule.Len() - base; n != 0 {
 		t.Errorf("%d entries after Destroy", n)
+	}
+}
+
+// TestWorkspaceDevs: the kernel rule's filesystems for a workspace are
+// its own (as stat gives it) and those mounted below it, not others.
+func TestWorkspaceDevs(t *testing.T) {
+	requireRoot(t)
+	ws := t.TempDir()
+	sub := filepath.Join(ws, "a", "sub")
+	os.MkdirAll(sub, 0o755)
+	if err := unix.Mount("wsdevs", sub, "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(sub, unix.MNT_DETACH) })
+	other := t.TempDir()
+	if err := unix.Mount("wsdevs", other, "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(other, unix.MNT_DETACH) })
+	devs, err := workspaceDevs(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := func(p string) uint64 {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Dev
+	}
+	if !slices.Contains(devs, dev(ws)) || !slices.Contains(devs, dev(sub)) || slices.Contains(devs, dev(other)) {
+		t.Errorf("devs %v: want %d and %d, not %d", devs, dev(ws), dev(sub), dev(other))
 	}
 }

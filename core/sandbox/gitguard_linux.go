@@ -716,7 +716,11 @@ func workspaceDevs(ws string) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	found := false
+	// The workspace's own mount: by its id (Linux 5.8), else the last
+	// mount over the longest mount point above it.
+	byID := stx.Mask&unix.STATX_MNT_ID != 0
+	found, longest := false, -1
+	var top uint64
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 5 {
@@ -726,16 +730,24 @@ func workspaceDevs(ws string) ([]uint64, error) {
 		if _, err := fmt.Sscanf(f[2], "%d:%d", &major, &minor); err != nil {
 			continue
 		}
-		mp := unescapeMount(f[4])
-		if f[0] == strconv.FormatUint(stx.Mnt_id, 10) {
+		dev, mp := unix.Mkdev(major, minor), unescapeMount(f[4])
+		switch {
+		case byID && f[0] == strconv.FormatUint(stx.Mnt_id, 10):
 			found = true
-			add(unix.Mkdev(major, minor))
-		} else if mp != ws && within(mp, ws) {
-			add(unix.Mkdev(major, minor))
+			add(dev)
+		case mp != ws && within(mp, ws):
+			add(dev)
+		}
+		if !byID && within(ws, mp) && len(mp) >= longest {
+			longest, top = len(mp), dev
 		}
 	}
+	if !byID && longest >= 0 {
+		found = true
+		add(top)
+	}
 	if !found {
-		return nil, fmt.Errorf("%s: its mount (%d) is not in /proc/self/mountinfo", ws, stx.Mnt_id)
+		return nil, fmt.Errorf("%s: its mount is not in /proc/self/mountinfo", ws)
 	}
 	return devs, nil
 }

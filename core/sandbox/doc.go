@@ -101,7 +101,15 @@
 // control directory); every shell start, Destroy, and Cleanup after a
 // daemon that died sweep what the watch missed. Pinning could not help
 // here: by the time a repository the agent made could be pinned, its
-// control files already say what the agent wrote.
+// control files already say what the agent wrote. Where the kernel has
+// BPF LSM, a kernel rule (package gitlsm) closes the watch's window: the
+// sandbox's tasks get EPERM for a new entry named HEAD (or a .git that
+// is not a directory) in a directory the dedicated uid does not own, on
+// the workspace's filesystems, so no
+// directory of the user's ever becomes a repository; the agent's get
+// their HEAD once the guard has handed their .git over. Each init pins,
+// read-only, the files named HEAD outside any repository (Repo.Stray),
+// so that none is rewritten to complete a repository of the user's.
 //
 // Pins, for every repository already in the workspace when a shell
 // starts, which is what protects a user's own repositories in their own
@@ -120,11 +128,12 @@
 // tracking fail in that repository; use the global config ($HOME is the
 // workspace) or -c.
 //
-// What neither covers: in a user's own directory, a repository the agent
-// makes is that user's from its mkdir or rename until the guard's chown
-// (a read of the event, a handle opened, a chown: well under a
-// millisecond on an idle host, unbounded under load the agent or the host
-// makes), or, where fanotify cannot watch, until the next shell start or
+// What neither covers: in a user's own directory without the kernel
+// rule, a repository the agent makes is that user's from its mkdir or
+// rename until the guard's chown (a read of the event, a handle opened,
+// a chown: well under a millisecond on an idle host, unbounded under
+// load the agent or the host makes), or, where fanotify cannot watch,
+// until the next shell start or
 // Destroy; rootless, the sandbox is the daemon's user in every workspace
 // and nothing is handed over; and a host git told to trust every
 // repository (safe.directory = *) trusts one the agent made anywhere. A

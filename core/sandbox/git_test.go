@@ -304,7 +304,8 @@ func TestGitNestedPinned(t *testing.T) {
 }
 
 // TestFindRepos: the walk finds .git directories and files at any depth,
-// bare repositories (the workspace itself too), not what is inside them,
+// bare repositories (the workspace itself too), stray HEADs (and, for
+// a valid one, its directory as a repository), not what is inside them,
 // and not through symlinks.
 func TestFindRepos(t *testing.T) {
 	ws := t.TempDir()
@@ -321,16 +322,17 @@ func TestFindRepos(t *testing.T) {
 		}
 	}
 	for _, p := range []string{".git/objects/", ".git/refs/", ".git/HEAD", ".git/modules/m/HEAD", "a/b/.git/HEAD", "sub/.git",
-		"x/store.git/HEAD", "x/store.git/objects/", "x/store.git/refs/", "x/store.git/inner/.git/HEAD", "HEAD", "objects/", "refs/"} {
+		"x/store.git/HEAD", "x/store.git/objects/", "x/store.git/refs/", "x/store.git/inner/.git/HEAD", "HEAD", "objects/", "refs/", "y/HEAD", "z/HEAD"} {
 		mk(p)
 	}
 	os.Symlink(filepath.Join(ws, "a"), filepath.Join(ws, "link"))
+	os.WriteFile(filepath.Join(ws, "z", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644) // valid: a repository but for objects and refs
 	got, note := findRepos(ws, 0)
 	var paths []string
 	for _, r := range got {
-		paths = append(paths, fmt.Sprintf("%s:%v", r.Path, r.File))
+		paths = append(paths, fmt.Sprintf("%s:%v:%v:%v", r.Path, r.File, r.Stray, r.Half))
 	}
-	if want := ".:false,.git:false,a/b/.git:false,sub/.git:true,x/store.git:false"; strings.Join(paths, ",") != want || note != "" {
+	if want := ".:false:false:false,.git:false:false:false,a/b/.git:false:false:false,sub/.git:true:false:false,x/store.git:false:false:false,y/HEAD:false:true:false,z/HEAD:false:true:false,z:false:false:true"; strings.Join(paths, ",") != want || note != "" {
 		t.Errorf("findRepos: %s (%q), want %s", strings.Join(paths, ","), note, want)
 	}
 	if _, note := findRepos(ws, 3); note == "" {

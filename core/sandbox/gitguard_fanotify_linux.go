@@ -303,7 +303,7 @@ func (fg *fanGroup) events(b []byte) (n int) {
 // call or allocation.
 func (fg *fanGroup) entry(handle []byte, typ int32, nameB []byte) {
 	gitName := bytes.EqualFold(nameB, []byte(".git"))
-	if !gitName && !quarantineNames[string(nameB)] {
+	if !gitName && !quarantineNames[string(nameB)] && !bytes.HasSuffix(nameB, []byte(".git")) {
 		return
 	}
 	name := string(nameB)

@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +51,10 @@ import (
 // under a millisecond on an idle host; longer under load, and an agent
 // can add load), the user's git would trust it. Each shell start sweeps
 // what its init found, and Destroy sweeps the workspace, for anything
-// the watch missed.
+// the watch missed. Where the kernel has BPF LSM, the kernel rule
+// (kernelRule, package gitlsm) closes the window: the agent gets no
+// HEAD in a directory the dedicated uid does not own, so what the watch
+// has not handed over yet is no repository at all.
 
 // quarantineNames are the entry names whose creation may make a
 // repository: .git itself, and what makes a directory a bare one.
@@ -91,6 +97,19 @@ type gitGuard struct {
 	lastTotal time.Time
 	record    string // where arm writes the guard's record (guardRecordName), if not ""
 	stopOnce  sync.Once
+
+	// rule is the kernel's part of the guard (see kernelRule), where the
+	// daemon has it; inits are the inits it guards (guardInit).
+	rule  kernelRule
+	inits []guardedInit
+}
+
+// guardedInit is an init the kernel rule guards: its user namespace, on
+// the filesystems devs, until it exits (pidfd, the guard's own).
+type guardedInit struct {
+	ns    uint32
+	devs  []uint64
+	pidfd int
 }
 
 // pendingEntry is an entry the watch saw before arm: name in dir (an
@@ -315,6 +334,17 @@ func (g *gitGuard) act(dir int, name, where string, gitName bool) {
 		g.quarantineAt(dir, name, where)
 		return
 	}
+	if strings.HasSuffix(name, ".git") {
+		// A bare repository's usual name (git init --bare x.git): a
+		// directory so named is handed over as it is made, before git
+		// writes its HEAD, which the kernel rule refuses in a directory
+		// of the user's.
+		var st unix.Stat_t
+		if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			g.quarantineAt(dir, name, where)
+		}
+		return
+	}
 	if bareLike(dir) {
 		g.quarantineAt(dir, "", where)
 	}
@@ -359,6 +389,9 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 			"path", where, "err", err)
 		return
 	}
+	if g.rule != nil && name != "" && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		g.makeHeadDirs(fd, where)
+	}
 	g.handed++
 	if g.handed <= handoverLogLines {
 		g.log.Info("sandbox git guard: a repository the agent made is the sandbox's uid's, not the user's", "path", where, "uid", g.owner)
@@ -368,6 +401,59 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 	if now := time.Now(); now.Sub(g.lastTotal) >= handoverLogEvery {
 		g.logTotalLocked()
 		g.lastTotal = now
+	}
+}
+
+// headDirs are the directories of a gitdir, below its top, where git
+// makes a HEAD of its own: a clone's origin/HEAD. Under the kernel rule
+// a directory the agent makes there is the user's and gets no HEAD, so
+// the guard makes them, the dedicated uid's, as it hands a new .git
+// over (a clone makes refs/remotes/origin only once it has fetched).
+// The reflog of HEAD (logs/HEAD) is the other: the shell's git makes no
+// new reflog instead (kernelRuleGitEnv). Linked worktrees' and
+// submodules' gitdirs (worktrees/NAME, modules/NAME) are not among
+// them: git worktree add and submodules fail there.
+var headDirs = []string{"refs/remotes/origin"}
+
+// kernelRuleGitEnv is the environment of a shell the kernel rule
+// guards: its git makes no new reflog (core.logAllRefUpdates, at the
+// command line's level, above a repository's own), since the reflog of
+// HEAD, logs/HEAD, is a HEAD in a directory git makes as the user (in a
+// repository of the user's, or one the agent made); reflogs that exist
+// are still written.
+var kernelRuleGitEnv = []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.logAllRefUpdates", "GIT_CONFIG_VALUE_0=false"}
+
+// makeHeadDirs makes the missing headDirs in the gitdir fd (an O_PATH
+// descriptor of a directory just handed over; where names it), each
+// directory it makes handed over too. Nothing on the way is followed:
+// the agent may have put a link there already.
+func (g *gitGuard) makeHeadDirs(fd int, where string) {
+	for _, p := range headDirs {
+		dir := fd
+		for _, c := range strings.Split(p, "/") {
+			err := unix.Mkdirat(dir, c, 0o755)
+			next, oerr := unix.Openat(dir, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if dir != fd {
+				unix.Close(dir)
+			}
+			if oerr != nil {
+				dir = -1
+				break
+			}
+			dir = next
+			if err == nil {
+				var st unix.Stat_t
+				if err = unix.Fstat(dir, &st); err == nil {
+					err = g.handOver(dir, &st)
+				}
+				if err != nil {
+					g.log.Warn("sandbox git guard: a directory git needs for a HEAD of its own is not the sandbox's uid's: git will fail there", "path", filepath.Join(where, p), "err", err)
+				}
+			}
+		}
+		if dir >= 0 && dir != fd {
+			unix.Close(dir)
+		}
 	}
 }
 
@@ -499,6 +585,173 @@ const guardGitConfig = "[include]\n\tpath = /etc/gitconfig\n[safe]\n\tdirectory 
 // guardGitConfigName is guardGitConfig's file in the control directory.
 const guardGitConfigName = "gitconfig"
 
+// kernelRule is the kernel's part of the guard (package gitlsm, a BPF
+// LSM program): a task whose credentials are in user namespace userNS
+// gets EPERM for a new entry named HEAD, or a new .git that is not a
+// directory, on the filesystems devs, in a directory that owner does
+// not own. Since a directory is a repository only with a HEAD, no
+// directory of the user's becomes one by the agent's hand, and there is
+// no window: a .git the watch has handed to the dedicated uid gets its
+// HEAD then (git writes hooks/, info/ and refs/ first), and git init
+// fails, on HEAD, where the watch was late. No .git file or link can
+// name one of the user's old directories that has a HEAD (a reflog,
+// .git/logs/HEAD, is a valid one) once the agent has added the rest.
+type kernelRule interface {
+	Add(userNS uint32, devs []uint64, owner uint32) error
+	Remove(userNS uint32, devs []uint64)
+}
+
+// loadKernelRule loads the kernel rule (gitlsm_linux.go, the daemon's
+// only: the sandbox's init does not carry it); nil in the init.
+var loadKernelRule func() (kernelRule, error)
+
+// noKernelRule leaves the kernel rule out of new guards: tests of the
+// watch alone set it.
+var noKernelRule bool
+
+var (
+	kernelRuleOnce sync.Once
+	theKernelRule  kernelRule
+	kernelRuleErr  error // why there is none
+)
+
+// sharedKernelRule is the daemon's kernel rule, loaded by the first
+// guard that asks, for the daemon's life; nil where the kernel cannot
+// enforce it. The log says, once, which protection is in force.
+func sharedKernelRule(log *slog.Logger) kernelRule {
+	kernelRuleOnce.Do(func() {
+		if loadKernelRule == nil {
+			kernelRuleErr = errors.New("not in this program")
+			return
+		}
+		r, err := loadKernelRule()
+		if err != nil {
+			kernelRuleErr = err
+			log.Warn("sandbox git guard: the kernel cannot refuse a sandbox a new HEAD (BPF LSM); in a directory a user named, a repository the agent makes is that user's until the watch hands it over, and their git trusts it meanwhile",
+				"err", err)
+			return
+		}
+		theKernelRule = r
+		log.Info("sandbox git guard: the kernel refuses a guarded sandbox every new HEAD in a directory of its user's (BPF LSM): no repository the agent makes there is ever the user's")
+	})
+	return theKernelRule
+}
+
+// guardInit has the kernel rule guard the tasks of the init pid (its
+// pidfd: still alive once its namespace is read), on the filesystems the
+// workspace spans now, before it starts anything of the agent's; and
+// forgets the inits that have exited (a shell rebuilt), whose namespace
+// has no task left (they were its pid namespace's) and whose number may
+// be another's later. An error means the init must not go on.
+func (g *gitGuard) guardInit(pid, pidfd int) error {
+	if g.rule == nil {
+		return nil
+	}
+	g.pruneInits(false)
+	devs, err := workspaceDevs(g.ws)
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	p := fmt.Sprintf("/proc/%d/ns/user", pid)
+	if err := unix.Stat(p, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: p, Err: err}
+	}
+	own, err := unix.FcntlInt(uintptr(pidfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("fcntl", err)
+	}
+	if exited(own, 0) {
+		unix.Close(own)
+		return fmt.Errorf("sandbox init %d exited", pid)
+	}
+	ns := uint32(st.Ino)
+	if err := g.rule.Add(ns, devs, uint32(g.owner)); err != nil {
+		g.rule.Remove(ns, devs)
+		unix.Close(own)
+		return err
+	}
+	g.mu.Lock()
+	g.inits = append(g.inits, guardedInit{ns: ns, devs: devs, pidfd: own})
+	g.mu.Unlock()
+	return nil
+}
+
+// pruneInits takes out of the kernel rule the guard's inits that have
+// exited, or all of them.
+func (g *gitGuard) pruneInits(all bool) {
+	g.mu.Lock()
+	var gone []guardedInit
+	kept := g.inits[:0]
+	for _, in := range g.inits {
+		if all || exited(in.pidfd, 0) {
+			gone = append(gone, in)
+		} else {
+			kept = append(kept, in)
+		}
+	}
+	g.inits = kept
+	g.mu.Unlock()
+	for _, in := range gone {
+		g.rule.Remove(in.ns, in.devs)
+		unix.Close(in.pidfd)
+	}
+}
+
+// workspaceDevs are the device numbers of the filesystems of ws and of
+// the mounts below it, as their superblocks have them (mountinfo's; a
+// btrfs subvolume's stat differs), and as stat gives ws.
+func workspaceDevs(ws string) ([]uint64, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, ws, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err != nil {
+		return nil, &os.PathError{Op: "statx", Path: ws, Err: err}
+	}
+	devs := []uint64{unix.Mkdev(stx.Dev_major, stx.Dev_minor)}
+	add := func(d uint64) {
+		if !slices.Contains(devs, d) {
+			devs = append(devs, d)
+		}
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	// The workspace's own mount: by its id (Linux 5.8), else the last
+	// mount over the longest mount point above it.
+	byID := stx.Mask&unix.STATX_MNT_ID != 0
+	found, longest := false, -1
+	var top uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		var major, minor uint32
+		if _, err := fmt.Sscanf(f[2], "%d:%d", &major, &minor); err != nil {
+			continue
+		}
+		dev, mp := unix.Mkdev(major, minor), unescapeMount(f[4])
+		switch {
+		case byID && f[0] == strconv.FormatUint(stx.Mnt_id, 10):
+			found = true
+			add(dev)
+		case mp != ws && within(mp, ws):
+			add(dev)
+		}
+		if !byID && within(ws, mp) && len(mp) >= longest {
+			longest, top = len(mp), dev
+		}
+	}
+	if !byID && longest >= 0 {
+		found = true
+		add(top)
+	}
+	if !found {
+		return nil, fmt.Errorf("%s: its mount is not in /proc/self/mountinfo", ws)
+	}
+	return devs, nil
+}
+
 // startGuard gives the sandbox a git guard where its user is a host
 // user's (Spec.Owner, the daemon root) and the workspace is not one the
 // daemon made (fresh): a directory the user named, where their git
@@ -515,6 +768,9 @@ func (s *nativeSandbox) startGuard(ctx context.Context, fresh bool) {
 	g, err := newGitGuard(s.spec.Workspace, s.uid, s.gid, dedicated, s.d.opts.Logger)
 	if g != nil {
 		g.record = filepath.Join(s.dir, guardRecordName)
+		if rule := sharedKernelRule(s.d.opts.Logger); rule != nil && !noKernelRule {
+			g.rule = rule
+		}
 	}
 	if err != nil {
 		s.d.opts.Logger.WarnContext(ctx, "sandbox git guard: not watching; a repository the agent makes is handed over only at the next shell start and when the session ends",
@@ -532,6 +788,9 @@ func (s *nativeSandbox) stopGuard(ctx context.Context) {
 	s.guard.stop(ctx)
 	s.guard.sweepAll()
 	s.guard.closeWs()
+	if s.guard.rule != nil {
+		s.guard.pruneInits(true)
+	}
 	os.Remove(s.guard.record)
 }
 

@@ -195,6 +195,7 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		s.group = g
 	}
 	s.cfg = s.initConfig(hidden, sys)
+	s.cfg.PinStray = s.guard != nil && s.guard.rule != nil
 	s.enforced = s.enforcement()
 	d.opts.Logger.DebugContext(ctx, "sandbox created", "sandbox", spec.ID, "workspace", ws, "network", spec.Network, "limits", s.enforced)
 	return s, nil
@@ -857,6 +858,9 @@ func (s *nativeSandbox) shellEnv(env []string) []string {
 	over := []string{"PATH=" + standardPath, "HOME=" + s.spec.Workdir, "HOSTNAME=" + s.spec.Hostname}
 	if s.guard != nil {
 		over = append(over, "GIT_CONFIG_SYSTEM="+filepath.Join(s.ctl, guardGitConfigName))
+		if s.guard.rule != nil {
+			over = append(over, kernelRuleGitEnv...)
+		}
 	}
 	if s.spec.Network == NetworkProxy {
 		u := "http://" + ProxyAddr
@@ -975,6 +979,13 @@ func (s *nativeSandbox) Started(pid int) error {
 			s.guard.arm(m.Repos) // the user's own; the rest are the agent's
 		} else {
 			s.guard.sweep(m.Repos) // what a watch could have missed
+		}
+	}
+	if s.guard != nil {
+		// Before the agent can run anything: the init starts the shell
+		// only once told to go on (never early with a guard, above).
+		if err := s.guard.guardInit(pid, pidfd); err != nil {
+			return fmt.Errorf("%w: sandbox %s: git guard: kernel rule: %w", ErrSetup, s.spec.ID, err)
 		}
 	}
 	if !early {

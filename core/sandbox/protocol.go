@@ -49,6 +49,10 @@ type initConfig struct {
 	// GitScan bounds the init's walk for repositories; 0 means
 	// maxGitScan (tests set less).
 	GitScan int
+	// PinStray has the init pin the stray HEADs it finds (Repo.Stray):
+	// set where the git guard's kernel rule is, in a directory the user
+	// named.
+	PinStray bool `json:",omitempty"`
 
 	note  string // the init's, for the daemon's log (initMsg.Note)
 	found []Repo // the repositories this init found (initMsg.Repos)

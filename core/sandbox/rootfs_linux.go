@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -339,6 +341,10 @@ var GitControl = []string{"config", "config.worktree", "commondir", "hooks/", "w
 // for those git reads and refuses empty.
 var created = map[string]string{".git/commondir": ".\n"}
 
+// maxStrayPins bounds the stray HEADs an init pins (each is a mount,
+// and so is each directory above it).
+const maxStrayPins = 256
+
 // maxGitScan bounds how many entries of the workspace the init looks at
 // for repositories below its top: a shell's start must not wait on a
 // walk of a huge tree. What lies past it is not pinned (and the daemon
@@ -351,11 +357,23 @@ const maxGitScan = 200000
 type Repo struct {
 	Path string // relative to the workspace: "sub/.git", ".git", "store.git", "." (a bare one)
 	File bool   // a .git file: a pointer to a gitdir elsewhere
+	// Stray is a file named HEAD outside any repository (Path names
+	// it), pinned read-only: a directory is a repository only with a
+	// HEAD, so the agent cannot rewrite this one into a valid one (nor
+	// move its directory) to complete a repository of the user's.
+	Stray bool `json:",omitempty"`
+	// Half is the directory of a stray HEAD that would do as a
+	// repository's, or is a link (Path names the directory): a
+	// repository but for objects and refs, which the agent could add.
+	// Where stray HEADs are pinned, it is pinned read-only whole (the
+	// workspace's top, as a repository: its control files).
+	Half bool `json:",omitempty"`
 }
 
 // findRepos walks the workspace at ws for every repository in it: .git
-// directories and files at any depth, and bare repositories (a directory
-// with HEAD, objects and refs, which is all git needs to take one). It
+// directories and files at any depth, bare repositories (a directory
+// with HEAD, objects and refs, which is all git needs to take one), and
+// the files named HEAD elsewhere (Repo.Stray). It
 // does not follow symlinks, does not look inside what it finds, and stops
 // after limit entries (0: maxGitScan), saying so in note.
 func findRepos(ws string, limit int) (repos []Repo, note string) {
@@ -366,7 +384,8 @@ func findRepos(ws string, limit int) (repos []Repo, note string) {
 	// With a trailing slash the root is followed: it is /proc/self/fd/N,
 	// a link, when it is a clone.
 	ws = strings.TrimSuffix(ws, "/") + "/"
-	if bareRepo(ws) { // a bare repository given as the workspace
+	rootBare := bareRepo(ws)
+	if rootBare { // a bare repository given as the workspace
 		repos = append(repos, Repo{Path: "."})
 	}
 	_ = filepath.WalkDir(ws, func(p string, de fs.DirEntry, err error) error {
@@ -387,10 +406,47 @@ func findRepos(ws string, limit int) (repos []Repo, note string) {
 		case de.IsDir() && bareRepo(p):
 			repos = append(repos, Repo{Path: rel})
 			return fs.SkipDir
+		case de.Name() == "HEAD" && de.Type().IsRegular() && !(rootBare && rel == "HEAD"):
+			repos = append(repos, Repo{Path: rel, Stray: true})
+			if validHead(p) {
+				// A repository but for objects and refs, which the
+				// agent may add: pinned as one, so that its config
+				// and hooks are none of the agent's.
+				repos = append(repos, Repo{Path: filepath.Dir(rel), Half: true})
+			}
+		case de.Name() == "HEAD" && de.Type()&fs.ModeSymlink != 0:
+			// A link cannot be pinned, and may be replaced: its
+			// directory is pinned as a repository.
+			repos = append(repos, Repo{Path: filepath.Dir(rel), Half: true})
 		}
 		return nil
 	})
 	return repos, note
+}
+
+// validHead reports whether the file at p would do as a repository's
+// HEAD: a symbolic ref, or an object name.
+func validHead(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 64)
+	n, _ := io.ReadFull(f, b)
+	b = b[:n]
+	if bytes.HasPrefix(b, []byte("ref: refs/")) {
+		return true
+	}
+	if len(b) < 40 {
+		return false
+	}
+	for _, c := range b[:40] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func bareRepo(dir string) bool {
@@ -418,11 +474,33 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 	pinned := map[string]bool{}
 	found, note := findRepos(cfg.Workspace.path(), cfg.GitScan)
 	seen := map[Repo]bool{}
+	strays := 0
 	for _, r := range append(append([]Repo(nil), cfg.Repos...), found...) {
 		if seen[r] {
 			continue
 		}
 		seen[r] = true
+		if (r.Stray || r.Half) && !cfg.PinStray {
+			continue
+		}
+		if r.Half && r.Path != "." {
+			if err := protect(src, ws, r.Path+"/", r.Path+"/", pinned); err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		if r.Stray {
+			if strays++; strays > maxStrayPins {
+				if strays == maxStrayPins+1 {
+					note = strings.TrimPrefix(note+fmt.Sprintf("; git rule: more than %d files named HEAD outside any repository; those past them are not pinned", maxStrayPins), "; ")
+				}
+				continue
+			}
+			if err := protect(src, ws, r.Path, r.Path, pinned); err != nil {
+				return nil, "", err
+			}
+			continue
+		}
 		if r.File {
 			if err := protect(src, ws, r.Path, ".git", pinned); err != nil {
 				return nil, "", err

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "43c7ea5452a4431bee5f00f157910f3e101b49ba9621e6997f7f0a41fc856565",
-	"arm64": "3e1775ac48c5abbf81c927ad4ec575ee45193b238ade62db5bea3f1a686dad5a",
+	"amd64": "64d07e47d7d77b2af0a0e474e1e0da926ff11f521b59b219b866d85bb8015e69",
+	"arm64": "89504b77e2e26cf8027a7a8be52e33a4a4ba6a07cfdcc9198f6f28ae5363444a",
 }

@@ -255,6 +255,11 @@ type Terminal struct {
 	// its prompt: a marker that comes while no command runs counts only
 	// if bash has read a line since.
 	idleReads uint64
+	// doneReads is the read count of the look that last found bash back
+	// at its prompt (doneOK): bash has read nothing since, so result takes
+	// it as idleReads without reading /proc again.
+	doneReads uint64
+	doneOK    bool
 	busy      bool      // a command was started and not seen to finish
 	cs        cmdState  // the running command's state
 	started   time.Time // when the running command started
@@ -1067,12 +1072,17 @@ func (t *Terminal) drainIdle(k *call) error {
 	if err := t.sync(); err != nil {
 		return err
 	}
-	v := t.sh.lookReads()
 	if f := t.cs.top; t.cs.seen {
 		// bash shows a prompt only after it read a line, and each line
 		// takes at least one read: a marker that came with no new read
 		// (or more new command numbers than reads) was printed by
 		// something else, a background job that rendered ${PS1@P}.
+		// (With no marker, bash's reads are not looked at: the baseline
+		// stays where the last command left it.)
+		v := t.sh.lookReads()
+		if v.ok {
+			defer func() { t.idleReads = v.syscr }()
+		}
 		switch reads := v.syscr - t.idleReads; {
 		case v.ok && (v.syscr <= t.idleReads || uint64(f.N-t.last.N) > reads):
 			t.opts.Logger.Debug("terminal: ignored a prompt marker bash did not print", "n", f.N, "last", t.last.N, "reads", reads)
@@ -1082,9 +1092,6 @@ func (t *Terminal) drainIdle(k *call) error {
 			}
 			t.last = f
 		}
-	}
-	if v.ok {
-		t.idleReads = v.syscr
 	}
 	t.flushOutput()
 	return nil
@@ -1300,13 +1307,13 @@ func (t *Terminal) isDone(v procView) bool {
 	if v.syscr <= t.cs.syscr0 || !v.fg || v.state == 'T' {
 		return false
 	}
-	if sh.atPrompt(v) {
-		return true
+	done := sh.atPrompt(v) ||
+		t.cs.fresh() != nil && t.cs.fresh().editing() && sh.waitingInput(v) && v.startcode == sh.prompt().image ||
+		sh.otherPrompt(v) && sh.interactiveBash()
+	if done {
+		t.doneReads, t.doneOK = v.syscr, true
 	}
-	if f := t.cs.fresh(); f != nil && f.editing() && sh.waitingInput(v) && v.startcode == sh.prompt().image {
-		return true
-	}
-	return sh.otherPrompt(v) && sh.interactiveBash()
+	return done
 }
 
 // wait reads output until the command is over, the call's time is up, or
@@ -1841,10 +1848,13 @@ func (t *Terminal) result(code int, k *call, running bool) Result {
 	if !running {
 		// bash is at its prompt: what it reads from now on is input
 		// that did not come from harnessd (see drainIdle).
-		if v := t.sh.lookReads(); v.ok {
+		if t.doneOK {
+			t.idleReads = t.doneReads
+		} else if v := t.sh.lookReads(); v.ok {
 			t.idleReads = v.syscr
 		}
 	}
+	t.doneOK = false
 	if t.last.CwdCut && !running {
 		k.note("The working directory is over %d KiB long, more than harnessd reads from bash's prompt, so Cwd is empty; `pwd` prints it.", maxMeta>>10)
 	}

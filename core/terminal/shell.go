@@ -577,8 +577,8 @@ func (sh *shell) fdOnTTY(fd int) bool {
 	if r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(sh.pid), uintptr(selfPID), kcmpFile, uintptr(fd), uintptr(sh.tfd), 0); errno == 0 && r == 0 {
 		return true
 	}
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/"+strconv.Itoa(sh.pid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
+	st, err := sh.statFD(fd)
+	if err != nil {
 		// Closed (exec 2>&-) is not the terminal; anything else cannot
 		// be told, so assume it is rather than repair blindly.
 		return !errors.Is(err, unix.ENOENT)
@@ -601,12 +601,19 @@ func (sh *shell) fdOnTTY(fd int) bool {
 // whose reader may pass what bash writes on to the terminal later (exec
 // 2> >(tee log)); also when that cannot be told.
 func (sh *shell) fdMayDetour(fd int) bool {
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/"+strconv.Itoa(sh.pid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
+	st, err := sh.statFD(fd)
+	if err != nil {
 		return !errors.Is(err, unix.ENOENT)
 	}
 	m := st.Mode & unix.S_IFMT
 	return m == unix.S_IFIFO || m == unix.S_IFSOCK
+}
+
+// statFD stats what bash's descriptor fd is open on, through /proc.
+func (sh *shell) statFD(fd int) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Stat("/proc/"+strconv.Itoa(sh.pid)+"/fd/"+strconv.Itoa(fd), &st)
+	return st, err
 }
 
 // ctty reads bash's controlling terminal (tty_nr, /proc/PID/stat's 7th

@@ -439,9 +439,7 @@ func (t *Terminal) start(ctx context.Context) error {
 	}
 	t.sh, t.lastSeq = sh, 0
 	t.live.Store(nil) // published once its pid is known for sure
-	t.busy = false
-	t.running.Store(false)
-	t.deadline.Store(0)
+	t.commandOver()
 	t.last = promptMeta{}
 	t.restricted = false
 	out := t.sink.w
@@ -864,6 +862,14 @@ func (t *Terminal) send(cmd string, limit time.Duration) error {
 // mode cuts lines at 4095 bytes.
 const maxTyped = 1024
 
+// commandOver records that no command runs any more: nothing to wait
+// for, interrupt or time out.
+func (t *Terminal) commandOver() {
+	t.busy = false
+	t.running.Store(false)
+	t.deadline.Store(0)
+}
+
 // typeable reports whether cmd can be typed as one line, and the line.
 func typeable(cmd string) (string, bool) {
 	line := strings.TrimRight(cmd, "\n")
@@ -1080,11 +1086,13 @@ func (t *Terminal) drainIdle(k *call) error {
 		// (With no marker, bash's reads are not looked at: the baseline
 		// stays where the last command left it.)
 		v := t.sh.lookReads()
+		reads := v.syscr - t.idleReads
+		ignore := v.ok && (v.syscr <= t.idleReads || uint64(f.N-t.last.N) > reads)
 		if v.ok {
-			defer func() { t.idleReads = v.syscr }()
+			t.idleReads = v.syscr
 		}
-		switch reads := v.syscr - t.idleReads; {
-		case v.ok && (v.syscr <= t.idleReads || uint64(f.N-t.last.N) > reads):
+		switch {
+		case ignore:
 			t.opts.Logger.Debug("terminal: ignored a prompt marker bash did not print", "n", f.N, "last", t.last.N, "reads", reads)
 		default:
 			if f.N > t.last.N {
@@ -1307,9 +1315,12 @@ func (t *Terminal) isDone(v procView) bool {
 	if v.syscr <= t.cs.syscr0 || !v.fg || v.state == 'T' {
 		return false
 	}
-	done := sh.atPrompt(v) ||
-		t.cs.fresh() != nil && t.cs.fresh().editing() && sh.waitingInput(v) && v.startcode == sh.prompt().image ||
-		sh.otherPrompt(v) && sh.interactiveBash()
+	done := sh.atPrompt(v)
+	if !done {
+		f := t.cs.fresh()
+		done = f != nil && f.editing() && sh.waitingInput(v) && v.startcode == sh.prompt().image ||
+			sh.otherPrompt(v) && sh.interactiveBash()
+	}
 	if done {
 		t.doneReads, t.doneOK = v.syscr, true
 	}
@@ -1460,9 +1471,7 @@ func (t *Terminal) complete(ctx context.Context, k *call) (Result, error) {
 			k.note("bash then ran %d more command line(s) that did not come from harnessd (input the command injected into the terminal, e.g. with TIOCSTI); their output is included above, and the last one's exit code was %d.", t.cs.top.N-t.cs.base-1, t.cs.top.ExitCode)
 		}
 		t.last = t.cs.top
-		t.busy = false
-		t.running.Store(false)
-		t.deadline.Store(0)
+		t.commandOver()
 		if err := t.endScreen(k); err != nil {
 			return Result{ExitCode: -1}, err
 		}
@@ -1522,9 +1531,7 @@ func (t *Terminal) notSourced(ctx context.Context, k *call) (Result, error) {
 		t.cs.tries = tries + 1
 		return t.wait(ctx, k)
 	}
-	t.busy = false
-	t.running.Store(false)
-	t.deadline.Store(0)
+	t.commandOver()
 	t.disp.settled(false)
 	t.flushOutput()
 	old := t.sh.pid
@@ -1584,9 +1591,7 @@ func (t *Terminal) invisible(ctx context.Context, k *call) (Result, error) {
 	if err != nil {
 		return Result{ExitCode: -1}, err
 	}
-	t.busy = false
-	t.running.Store(false)
-	t.deadline.Store(0)
+	t.commandOver()
 	if !ok || m == nil {
 		old := t.sh.pid
 		if err := t.rebuild(ctx); err != nil {
@@ -1643,9 +1648,7 @@ func (t *Terminal) reinit(ctx context.Context, k *call) (Result, error) {
 	if err != nil {
 		return Result{ExitCode: -1}, err
 	}
-	t.busy = false
-	t.running.Store(false)
-	t.deadline.Store(0)
+	t.commandOver()
 	if !learned {
 		old := sh.pid
 		if err := t.rebuild(ctx); err != nil {
@@ -1774,9 +1777,7 @@ func (t *Terminal) continuation(ctx context.Context, k *call) (Result, error) {
 		if ours != nil {
 			// The command had ended at its own prompt; the open quote
 			// came from input it injected into the terminal.
-			t.busy = false
-			t.running.Store(false)
-			t.deadline.Store(0)
+			t.commandOver()
 			t.flushOutput()
 			k.note("after the command, bash read a line that did not come from harnessd (input injected into the terminal, e.g. with TIOCSTI) and was left waiting for the rest of it; that was cancelled with C-c.")
 			return t.result(ours.ExitCode, k, false), nil
@@ -1793,9 +1794,7 @@ func (t *Terminal) continuation(ctx context.Context, k *call) (Result, error) {
 		}
 		k.rebuilt = true
 	}
-	t.busy = false
-	t.running.Store(false)
-	t.deadline.Store(0)
+	t.commandOver()
 	t.flushOutput()
 	k.note("the input is incomplete (an unclosed quote, bracket or heredoc), so the shell asked for more; it was cancelled and nothing more ran. Close the quote or heredoc and send the whole command again.")
 	return t.result(2, k, false), nil

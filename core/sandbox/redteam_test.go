@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// redTeam skips a test that reproduces a known break unless HARNESSD_RED=1:
+// with it, the test runs and fails on the code that has the break.
+func redTeam(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("HARNESSD_RED") != "1" {
+		t.Skip("known break: " + what + " (HARNESSD_RED=1 runs it)")
+	}
+}
+
+// TestGitRebaseTodo_RedTeam: in a directory of the user's, a pinned
+// repository's control files are read-only, but .git/rebase-merge is not:
+// the agent plants an interactive rebase in progress whose todo list has
+// an exec line, and the user's git on the host runs it at `git rebase
+// --continue` (which `git status` tells them to run).
+func TestGitRebaseTodo_RedTeam(t *testing.T) {
+	redTeam(t, "an exec line in .git/rebase-merge/git-rebase-todo runs in the user's git rebase --continue")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	marker := t.TempDir()
+	os.Chmod(marker, 0o777)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := git(ws, "init", "-q", "-b", "main"); err != nil {
+		t.Fatal(out)
+	}
+	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
+	os.Chown(filepath.Join(ws, "f"), user, user)
+	for _, c := range [][]string{{"add", "f"}, {"commit", "-qm", "1"}} {
+		if out, err := git(ws, c...); err != nil {
+			t.Fatal(out)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must(strings.ReplaceAll(`H=$(git rev-parse HEAD) && mkdir -p .git/rebase-merge && cd .git/rebase-merge &&
+echo refs/heads/main > head-name && echo $H > onto && echo $H > orig-head && touch interactive &&
+echo 1 > msgnum && echo 1 > end && : > done && printf 'exec touch MARK/rebase-exec\n' > git-rebase-todo`, "MARK", marker))
+	out1, _ := git(ws, "status")
+	out2, _ := git(ws, "rebase", "--continue")
+	if _, err := os.Stat(filepath.Join(marker, "rebase-exec")); err == nil {
+		t.Fatalf("the user's git rebase --continue ran the sandbox's exec line\nstatus: %s\nrebase: %s", out1, out2)
+	}
+}
+
+// TestSetuidForOthers_RedTeam: in a directory of the user's, the agent's
+// files are the user's on the host, and a setuid (or setgid) bit set
+// inside stays on the host (the workspace is nosuid only inside): any
+// other local user who can reach the directory runs the file as the
+// workspace's user.
+func TestSetuidForOthers_RedTeam(t *testing.T) {
+	redTeam(t, "a setuid bit set inside a user's directory gives other host users that user's uid")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ws, 0o755)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must("cp /usr/bin/id tool && chmod 6755 tool")
+	fi, err := os.Stat(filepath.Join(ws, "tool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("the agent's file keeps its setuid/setgid bits on the host: %v", fi.Mode())
+	}
+	out, err := exec.Command("setpriv", "--reuid=4444", "--regid=4444", "--clear-groups", filepath.Join(ws, "tool")).CombinedOutput()
+	if err == nil && strings.Contains(string(out), "euid=4343") {
+		t.Errorf("host uid 4444 ran the agent's setuid file as the workspace's user: %s", out)
+	}
+}

@@ -86,3 +86,55 @@ func TestSetuidForOthers_RedTeam(t *testing.T) {
 		t.Errorf("host uid 4444 ran the agent's setuid file as the workspace's user: %s", out)
 	}
 }
+
+// TestGitWritesThroughLinks_RedTeam: in a directory of the user's, the
+// agent replaces files git writes in a pinned repository's .git
+// (COMMIT_EDITMSG, the reflog logs/HEAD) with symlinks to any file of the
+// user's outside the workspace; the user's git on the host follows them
+// and writes there: `git commit --amend --no-edit` overwrites the target
+// with the agent's commit message, `git checkout main` appends a line
+// naming the agent's branch. With the target ~/.bashrc (or
+// ~/.ssh/authorized_keys) that is the agent's code run, or its key
+// trusted, as the user.
+func TestGitWritesThroughLinks_RedTeam(t *testing.T) {
+	redTeam(t, "symlinks in a pinned .git make the user's git overwrite or append to any file of theirs")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	home := t.TempDir() // the user's files outside the workspace
+	os.Chmod(filepath.Dir(home), 0o755)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	for _, dir := range []string{ws, home} {
+		if err := os.Chown(dir, user, user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victims := []string{filepath.Join(home, "bashrc"), filepath.Join(home, "profile")}
+	for _, v := range victims {
+		os.WriteFile(v, []byte("# the user's\n"), 0o644)
+		os.Chown(v, user, user)
+	}
+	if out, err := git(ws, "init", "-q", "-b", "main"); err != nil {
+		t.Fatal(out)
+	}
+	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
+	os.Chown(filepath.Join(ws, "f"), user, user)
+	for _, c := range [][]string{{"add", "f"}, {"commit", "-qm", "1"}} {
+		if out, err := git(ws, c...); err != nil {
+			t.Fatal(out)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must("git config --global user.name agent && git config --global user.email a@example.com")
+	b.must(`echo 2 >> f && git commit -qam 'touch /tmp/agent-was-here' && git checkout -q -b 'x$(id)' &&
+ln -sfn ` + victims[0] + ` .git/COMMIT_EDITMSG && rm -f .git/logs/HEAD && ln -s ` + victims[1] + ` .git/logs/HEAD`)
+	out1, _ := git(ws, "commit", "--amend", "--no-edit", "-q")
+	out2, _ := git(ws, "checkout", "-q", "main")
+	for _, v := range victims {
+		if got, _ := os.ReadFile(v); string(got) != "# the user's\n" {
+			t.Errorf("the user's git wrote the agent's text into %s, outside the workspace:\n%s\ncommit: %s\ncheckout: %s", v, got, out1, out2)
+		}
+	}
+}

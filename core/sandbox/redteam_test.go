@@ -138,3 +138,22 @@ ln -sfn ` + victims[0] + ` .git/COMMIT_EDITMSG && rm -f .git/logs/HEAD && ln -s 
 		}
 	}
 }
+
+// TestMountinfoDataDir_RedTeam: the daemon keeps sandboxes' state under
+// its data directory (daemon.RunDir defaults to DATA/run, the state in
+// RUN/sandboxes), and the terminal's control directory is mounted at its
+// host path: so even with a disk, mountinfo inside names the data
+// directory (and the sandbox's id), which issue 16 item 6 and the README
+// ("names neither the data directory (with a disk)") say it does not.
+// TestMountinfoNeutral misses it: its state directory is elsewhere.
+func TestMountinfoDataDir_RedTeam(t *testing.T) {
+	redTeam(t, "mountinfo names the data directory through the control directory's mount")
+	requireRoot(t)
+	data := filepath.Join(t.TempDir(), "harnessd-data")
+	opts := NativeOptions{StateDir: filepath.Join(data, "run", "sandboxes"), DiskDir: filepath.Join(data, "disks")}
+	d := newDriver(t, opts)
+	b := newBox(t, d, Spec{Limits: Limits{DiskBytes: 32 << 20}})
+	if mi := b.must("cat /proc/self/mountinfo"); strings.Contains(mi, data) {
+		t.Errorf("mountinfo inside names the data directory %s:\n%s", data, mi)
+	}
+}

@@ -157,3 +157,44 @@ func TestMountinfoDataDir_RedTeam(t *testing.T) {
 		t.Errorf("mountinfo inside names the data directory %s:\n%s", data, mi)
 	}
 }
+
+// TestGitIncludePath_RedTeam: a pinned repository's config is read-only,
+// but what it includes is not pinned: a user whose .git/config includes
+// a file of the worktree (`git config include.path ../project.gitconfig`,
+// a common way to share a project's settings; includeIf the same) has
+// that file's settings, the agent's, in their git on the host.
+func TestGitIncludePath_RedTeam(t *testing.T) {
+	redTeam(t, "a file a pinned config includes from the workspace is the agent's to write")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	marker := t.TempDir()
+	os.Chmod(marker, 0o777)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "project.gitconfig"), []byte("[user]\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
+	os.Chown(filepath.Join(ws, "project.gitconfig"), user, user)
+	os.Chown(filepath.Join(ws, "f"), user, user)
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"config", "include.path", "../project.gitconfig"},
+		{"config", "includeIf.gitdir:/.path", "../extra.gitconfig"}, {"add", "f"}, {"commit", "-qm", "1"}} {
+		if out, err := git(ws, c...); err != nil {
+			t.Fatal(out)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	for _, attack := range []string{
+		`printf '[core]\n\tfsmonitor = "touch MARK/include; false"\n' >> project.gitconfig`,
+		`printf '[alias]\n\tst = "!touch MARK/includeif"\n' > extra.gitconfig`,
+	} {
+		b.run(strings.ReplaceAll(attack, "MARK", marker))
+	}
+	out := hostRuns(git, ws, ".")
+	if ents, _ := os.ReadDir(marker); len(ents) > 0 {
+		t.Fatalf("the user's git ran the sandbox's code from an included file: %s\n%s", ents[0].Name(), out)
+	}
+}

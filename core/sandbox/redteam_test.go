@@ -198,3 +198,44 @@ func TestGitIncludePath_RedTeam(t *testing.T) {
 		t.Fatalf("the user's git ran the sandbox's code from an included file: %s\n%s", ents[0].Name(), out)
 	}
 }
+
+// TestGitReadsThroughLinks_RedTeam: the other direction of the same
+// links: in a pinned repository of the user's, the agent makes a branch
+// that is a symlink to a ref of a private repository of the user's that
+// the sandbox cannot reach, and names that repository's objects in
+// objects/info/alternates. The user's `git checkout` of that branch
+// writes the private repository's files into the workspace, where the
+// agent reads them.
+func TestGitReadsThroughLinks_RedTeam(t *testing.T) {
+	redTeam(t, "a symlinked ref and alternates make the user's git check a private repository out into the workspace")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws, private := t.TempDir(), t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	os.Chmod(filepath.Dir(private), 0o755)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	for _, dir := range []string{ws, private} {
+		if err := os.Chown(dir, user, user); err != nil {
+			t.Fatal(err)
+		}
+		name := "f"
+		if dir == private {
+			name = "secret.env"
+		}
+		os.WriteFile(filepath.Join(dir, name), []byte("KEY=hunter2\n"), 0o644)
+		os.Chown(filepath.Join(dir, name), user, user)
+		for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"add", name}, {"commit", "-qm", "1"}} {
+			if out, err := git(dir, c...); err != nil {
+				t.Fatal(out)
+			}
+		}
+	}
+	os.Chmod(private, 0o700)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must("ln -s " + private + "/.git/refs/heads/main .git/refs/heads/review-me && echo " + private + "/.git/objects > .git/objects/info/alternates")
+	out, _ := git(ws, "checkout", "-q", "review-me")
+	if code, got := b.run("cat secret.env"); code == 0 && strings.Contains(got, "hunter2") {
+		t.Errorf("the agent reads a private repository's file the user's git checked out: %q\ncheckout: %s", got, out)
+	}
+}

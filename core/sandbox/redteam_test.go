@@ -158,13 +158,15 @@ func TestMountinfoDataDir_RedTeam(t *testing.T) {
 	}
 }
 
-// TestGitIncludePath_RedTeam: a pinned repository's config is read-only,
-// but what it includes is not pinned: a user whose .git/config includes
-// a file of the worktree (`git config include.path ../project.gitconfig`,
-// a common way to share a project's settings; includeIf the same) has
-// that file's settings, the agent's, in their git on the host.
-func TestGitIncludePath_RedTeam(t *testing.T) {
-	redTeam(t, "a file a pinned config includes from the workspace is the agent's to write")
+// TestGitConfigIntoWorkspace_RedTeam: a pinned repository's config is
+// read-only, but what it names in the worktree is not pinned: a user
+// whose .git/config includes a file of the worktree (`git config
+// include.path ../project.gitconfig`, a way to share a project's
+// settings; includeIf the same) has that file's settings, the agent's,
+// in their git on the host; one whose core.hooksPath is a directory of
+// the worktree (husky's setup: .husky/_) runs the agent's hooks.
+func TestGitConfigIntoWorkspace_RedTeam(t *testing.T) {
+	redTeam(t, "files a pinned config names in the workspace (include.path, core.hooksPath) are the agent's to write")
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
 	const user = 4343
@@ -181,7 +183,8 @@ func TestGitIncludePath_RedTeam(t *testing.T) {
 	os.Chown(filepath.Join(ws, "project.gitconfig"), user, user)
 	os.Chown(filepath.Join(ws, "f"), user, user)
 	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"config", "include.path", "../project.gitconfig"},
-		{"config", "includeIf.gitdir:/.path", "../extra.gitconfig"}, {"add", "f"}, {"commit", "-qm", "1"}} {
+		{"config", "includeIf.gitdir:/.path", "../extra.gitconfig"}, {"config", "core.hooksPath", ".husky/_"},
+		{"add", "f"}, {"commit", "-qm", "1"}} {
 		if out, err := git(ws, c...); err != nil {
 			t.Fatal(out)
 		}
@@ -190,12 +193,17 @@ func TestGitIncludePath_RedTeam(t *testing.T) {
 	for _, attack := range []string{
 		`printf '[core]\n\tfsmonitor = "touch MARK/include; false"\n' >> project.gitconfig`,
 		`printf '[alias]\n\tst = "!touch MARK/includeif"\n' > extra.gitconfig`,
+		`mkdir -p .husky/_ && printf '#!/bin/sh\ntouch MARK/hookspath\n' > .husky/_/pre-commit && chmod +x .husky/_/pre-commit`,
 	} {
 		b.run(strings.ReplaceAll(attack, "MARK", marker))
 	}
 	out := hostRuns(git, ws, ".")
 	if ents, _ := os.ReadDir(marker); len(ents) > 0 {
-		t.Fatalf("the user's git ran the sandbox's code from an included file: %s\n%s", ents[0].Name(), out)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the user's git ran the sandbox's code from files its config names in the workspace: %v\n%s", names, out)
 	}
 }
 

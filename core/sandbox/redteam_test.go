@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"github.com/harnessd/harnessd/core/terminal"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,4 +247,92 @@ func TestGitReadsThroughLinks_RedTeam(t *testing.T) {
 	if code, got := b.run("cat secret.env"); code == 0 && strings.Contains(got, "hunter2") {
 		t.Errorf("the agent reads a private repository's file the user's git checked out: %q\ncheckout: %s", got, out)
 	}
+}
+
+// TestGitFailedStartKeepsUserRepos: a shell start that fails before the
+// guard knows the user's own repositories (here: the init refuses a
+// nested repository whose .git/hooks is a symlink, which an agent of an
+// earlier session can leave) must not hand the user's repositories to
+// the dedicated uid. It did: the stopped guard treated every repository
+// in the workspace as new, and the user's own git then refused their
+// project as "dubious ownership". Found by the red team; fixed.
+func TestGitFailedStartKeepsUserRepos(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
+	os.Chown(filepath.Join(ws, "f"), user, user)
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"add", "f"}, {"commit", "-qm", "1"}, {"init", "-q", "--bare", "b.git"}} {
+		if out, err := git(ws, c...); err != nil {
+			t.Fatal(out)
+		}
+	}
+	// What an agent of an earlier session left, handed over then.
+	evil := filepath.Join(ws, "evil", ".git")
+	for _, p := range []string{"objects", "refs"} {
+		os.MkdirAll(filepath.Join(evil, p), 0o755)
+	}
+	os.WriteFile(filepath.Join(evil, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.Symlink("/tmp", filepath.Join(evil, "hooks"))
+	filepath.Walk(filepath.Join(ws, "evil"), func(p string, _ os.FileInfo, _ error) error {
+		return os.Lchown(p, DefaultUID, DefaultGID)
+	})
+	sb, err := d.Create(t.Context(), Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := terminal.New(t.Context(), termOptions(sb))
+	if err == nil {
+		term.Close()
+		t.Log("the shell started: the init no longer refuses the symlink")
+	} else {
+		t.Logf("start refused, as it is today: %v", err)
+	}
+	if err := sb.Destroy(t.Context()); err != nil {
+		t.Errorf("Destroy: %v", err)
+	}
+	for _, p := range []string{".git", "b.git"} {
+		if o := ownerOf(filepath.Join(ws, p)); o != user {
+			t.Errorf("the user's own %s is uid %d's after a failed start, want %d", p, o, user)
+		}
+	}
+	if out, err := git(ws, "status", "--short"); err != nil {
+		t.Errorf("the user's git in their own repository: %v %s", err, out)
+	}
+}
+
+// TestGitLeftLinkBlocksStart_RedTeam: an agent leaves, in a directory of
+// the user's, a repository whose .git/hooks is a symlink (handed over to
+// the dedicated uid as it is made); from then on every session over
+// that directory fails to start ("refusing to follow it"), though that
+// repository is not one the user's git trusts.
+func TestGitLeftLinkBlocksStart_RedTeam(t *testing.T) {
+	redTeam(t, "a symlinked hooks in an agent-made repository makes every later session over the workspace fail to start")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must("mkdir -p evil/.git/objects evil/.git/refs && ln -s /tmp evil/.git/hooks && echo 'ref: refs/heads/main' > evil/.git/HEAD")
+	b.term.Close()
+	sb, err := d.Create(t.Context(), Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Destroy(t.Context())
+	term, err := terminal.New(t.Context(), termOptions(sb))
+	if err != nil {
+		t.Fatalf("a later session over the workspace does not start: %v", err)
+	}
+	term.Close()
 }

@@ -86,6 +86,9 @@ type gitGuard struct {
 	armed   bool
 	pending []pendingEntry
 	missed  bool
+	// unarmed is set when the guard stopped before arm: it then hands
+	// over nothing (see stop).
+	unarmed bool
 	// noACL is set once the filesystem refused an ACL: the group bits
 	// serve instead.
 	noACL  bool
@@ -278,7 +281,22 @@ func (g *gitGuard) idOf(rel string) (devIno, bool) {
 func (g *gitGuard) stop(ctx context.Context) {
 	g.stopOnce.Do(func() {
 		g.unwatch(ctx)
-		g.setArmed() // if never armed, what it saw is handled as new
+		g.mu.Lock()
+		if !g.armed {
+			// Stopped before arm: no shell of this sandbox ever ran
+			// (the first starts only once arm knows the user's own
+			// repositories), so nothing in the workspace is its agent's;
+			// with no base, every repository of the user's, and each
+			// one whose pinned commondir the init just made, would look
+			// new. It hands over nothing (another session's agent is
+			// its own guard's).
+			for _, e := range g.pending {
+				unix.Close(e.dir)
+			}
+			g.pending, g.missed, g.unarmed = nil, false, true
+		}
+		g.mu.Unlock()
+		g.setArmed()
 		g.mu.Lock()
 		g.logTotalLocked()
 		g.mu.Unlock()
@@ -535,6 +553,12 @@ func accessACL(owner, group, other uint16, user int) []byte {
 // sweep hands over every repository in repos (paths relative to the
 // workspace, as an init found them) that is not the user's own.
 func (g *gitGuard) sweep(repos []Repo) {
+	g.mu.Lock()
+	unarmed := g.unarmed
+	g.mu.Unlock()
+	if unarmed {
+		return
+	}
 	for _, r := range repos {
 		dir, name := path.Split(r.Path)
 		if r.Path == "." {
@@ -561,9 +585,9 @@ const maxGuardSweep = 10 * maxGitScan
 // repository in it that is not the user's own.
 func (g *gitGuard) sweepAll() {
 	g.mu.Lock()
-	ws := g.wsFd
+	ws, unarmed := g.wsFd, g.unarmed
 	g.mu.Unlock()
-	if ws < 0 {
+	if ws < 0 || unarmed {
 		return
 	}
 	repos, note := findRepos(fdPath(ws), maxGuardSweep)

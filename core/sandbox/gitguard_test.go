@@ -552,8 +552,12 @@ func TestGitGuardPending(t *testing.T) {
 	g2 := watchDir(t, ws2, userDirOwner, nil)
 	p := plantRepo(t, ws2)
 	g2.stop(t.Context())
-	if o := ownerOf(p); o != guardOwner {
-		t.Errorf("a guard stopped before arm left a repository it saw to uid %d", o)
+	g2.sweepAll() // as stopGuard does
+	// Stopped before arm, no shell of its sandbox ran: what it saw is
+	// the user's (or another guard's), and nothing is handed over
+	// (TestGitFailedStartKeepsUserRepos).
+	if o := ownerOf(p); o != userDirOwner {
+		t.Errorf("a guard stopped before arm handed over a repository it saw (uid %d)", o)
 	}
 }
 

@@ -1,0 +1,338 @@
+package sandbox
+
+import (
+	"github.com/harnessd/harnessd/core/terminal"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// redTeam skips a test that reproduces a known break unless HARNESSD_RED=1:
+// with it, the test runs and fails on the code that has the break.
+func redTeam(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("HARNESSD_RED") != "1" {
+		t.Skip("known break: " + what + " (HARNESSD_RED=1 runs it)")
+	}
+}
+
+// TestGitRebaseTodo_RedTeam: in a directory of the user's, a pinned
+// repository's control files are read-only, but .git/rebase-merge is not:
+// the agent plants an interactive rebase in progress whose todo list has
+// an exec line, and the user's git on the host runs it at `git rebase
+// --continue` (which `git status` tells them to run).
+func TestGitRebaseTodo_RedTeam(t *testing.T) {
+	redTeam(t, "an exec line in .git/rebase-merge/git-rebase-todo runs in the user's git rebase --continue")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	marker := t.TempDir()
+	os.Chmod(marker, 0o777)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := git(ws, "init", "-q", "-b", "main"); err != nil {
+		t.Fatal(out)
+	}
+	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
+	os.Chown(filepath.Join(ws, "f"), user, user)
+	for _, c := range [][]string{{"add", "f"}, {"commit", "-qm", "1"}} {
+		if out, err := git(ws, c...); err != nil {
+			t.Fatal(out)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must(strings.ReplaceAll(`H=$(git rev-parse HEAD) && mkdir -p .git/rebase-merge && cd .git/rebase-merge &&
+echo refs/heads/main > head-name && echo $H > onto && echo $H > orig-head && touch interactive &&
+echo 1 > msgnum && echo 1 > end && : > done && printf 'exec touch MARK/rebase-exec\n' > git-rebase-todo`, "MARK", marker))
+	out1, _ := git(ws, "status")
+	out2, _ := git(ws, "rebase", "--continue")
+	if _, err := os.Stat(filepath.Join(marker, "rebase-exec")); err == nil {
+		t.Fatalf("the user's git rebase --continue ran the sandbox's exec line\nstatus: %s\nrebase: %s", out1, out2)
+	}
+}
+
+// TestSetuidForOthers_RedTeam: in a directory of the user's, the agent's
+// files are the user's on the host, and a setuid (or setgid) bit set
+// inside stays on the host (the workspace is nosuid only inside): any
+// other local user who can reach the directory runs the file as the
+// workspace's user.
+func TestSetuidForOthers_RedTeam(t *testing.T) {
+	redTeam(t, "a setuid bit set inside a user's directory gives other host users that user's uid")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ws, 0o755)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must("cp /usr/bin/id tool && chmod 6755 tool")
+	fi, err := os.Stat(filepath.Join(ws, "tool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("the agent's file keeps its setuid/setgid bits on the host: %v", fi.Mode())
+	}
+	out, err := exec.Command("setpriv", "--reuid=4444", "--regid=4444", "--clear-groups", filepath.Join(ws, "tool")).CombinedOutput()
+	if err == nil && strings.Contains(string(out), "euid=4343") {
+		t.Errorf("host uid 4444 ran the agent's setuid file as the workspace's user: %s", out)
+	}
+}
+
+// TestGitWritesThroughLinks_RedTeam: in a directory of the user's, the
+// agent replaces files git writes in a pinned repository's .git
+// (COMMIT_EDITMSG, the reflog logs/HEAD) with symlinks to any file of the
+// user's outside the workspace; the user's git on the host follows them
+// and writes there: `git commit --amend --no-edit` overwrites the target
+// with the agent's commit message, `git checkout main` appends a line
+// naming the agent's branch. With the target ~/.bashrc (or
+// ~/.ssh/authorized_keys) that is the agent's code run, or its key
+// trusted, as the user.
+func TestGitWritesThroughLinks_RedTeam(t *testing.T) {
+	redTeam(t, "symlinks in a pinned .git make the user's git overwrite or append to any file of theirs")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	home := t.TempDir() // the user's files outside the workspace
+	os.Chmod(filepath.Dir(home), 0o755)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	for _, dir := range []string{ws, home} {
+		if err := os.Chown(dir, user, user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victims := []string{filepath.Join(home, "bashrc"), filepath.Join(home, "profile")}
+	for _, v := range victims {
+		os.WriteFile(v, []byte("# the user's\n"), 0o644)
+		os.Chown(v, user, user)
+	}
+	if out, err := git(ws, "init", "-q", "-b", "main"); err != nil {
+		t.Fatal(out)
+	}
+	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
+	os.Chown(filepath.Join(ws, "f"), user, user)
+	for _, c := range [][]string{{"add", "f"}, {"commit", "-qm", "1"}} {
+		if out, err := git(ws, c...); err != nil {
+			t.Fatal(out)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must("git config --global user.name agent && git config --global user.email a@example.com")
+	b.must(`echo 2 >> f && git commit -qam 'touch /tmp/agent-was-here' && git checkout -q -b 'x$(id)' &&
+ln -sfn ` + victims[0] + ` .git/COMMIT_EDITMSG && rm -f .git/logs/HEAD && ln -s ` + victims[1] + ` .git/logs/HEAD`)
+	out1, _ := git(ws, "commit", "--amend", "--no-edit", "-q")
+	out2, _ := git(ws, "checkout", "-q", "main")
+	for _, v := range victims {
+		if got, _ := os.ReadFile(v); string(got) != "# the user's\n" {
+			t.Errorf("the user's git wrote the agent's text into %s, outside the workspace:\n%s\ncommit: %s\ncheckout: %s", v, got, out1, out2)
+		}
+	}
+}
+
+// TestMountinfoDataDir_RedTeam: the daemon keeps sandboxes' state under
+// its data directory (daemon.RunDir defaults to DATA/run, the state in
+// RUN/sandboxes), and the terminal's control directory is mounted at its
+// host path: so even with a disk, mountinfo inside names the data
+// directory (and the sandbox's id), which issue 16 item 6 and the README
+// ("names neither the data directory (with a disk)") say it does not.
+// TestMountinfoNeutral misses it: its state directory is elsewhere.
+func TestMountinfoDataDir_RedTeam(t *testing.T) {
+	redTeam(t, "mountinfo names the data directory through the control directory's mount")
+	requireRoot(t)
+	data := filepath.Join(t.TempDir(), "harnessd-data")
+	opts := NativeOptions{StateDir: filepath.Join(data, "run", "sandboxes"), DiskDir: filepath.Join(data, "disks")}
+	d := newDriver(t, opts)
+	b := newBox(t, d, Spec{Limits: Limits{DiskBytes: 32 << 20}})
+	if mi := b.must("cat /proc/self/mountinfo"); strings.Contains(mi, data) {
+		t.Errorf("mountinfo inside names the data directory %s:\n%s", data, mi)
+	}
+}
+
+// TestGitConfigIntoWorkspace_RedTeam: a pinned repository's config is
+// read-only, but what it names in the worktree is not pinned: a user
+// whose .git/config includes a file of the worktree (`git config
+// include.path ../project.gitconfig`, a way to share a project's
+// settings; includeIf the same) has that file's settings, the agent's,
+// in their git on the host; one whose core.hooksPath is a directory of
+// the worktree (husky's setup: .husky/_) runs the agent's hooks.
+func TestGitConfigIntoWorkspace_RedTeam(t *testing.T) {
+	redTeam(t, "files a pinned config names in the workspace (include.path, core.hooksPath) are the agent's to write")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	marker := t.TempDir()
+	os.Chmod(marker, 0o777)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "project.gitconfig"), []byte("[user]\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
+	os.Chown(filepath.Join(ws, "project.gitconfig"), user, user)
+	os.Chown(filepath.Join(ws, "f"), user, user)
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"config", "include.path", "../project.gitconfig"},
+		{"config", "includeIf.gitdir:/.path", "../extra.gitconfig"}, {"config", "core.hooksPath", ".husky/_"},
+		{"add", "f"}, {"commit", "-qm", "1"}} {
+		if out, err := git(ws, c...); err != nil {
+			t.Fatal(out)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	for _, attack := range []string{
+		`printf '[core]\n\tfsmonitor = "touch MARK/include; false"\n' >> project.gitconfig`,
+		`printf '[alias]\n\tst = "!touch MARK/includeif"\n' > extra.gitconfig`,
+		`mkdir -p .husky/_ && printf '#!/bin/sh\ntouch MARK/hookspath\n' > .husky/_/pre-commit && chmod +x .husky/_/pre-commit`,
+	} {
+		b.run(strings.ReplaceAll(attack, "MARK", marker))
+	}
+	out := hostRuns(git, ws, ".")
+	if ents, _ := os.ReadDir(marker); len(ents) > 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("the user's git ran the sandbox's code from files its config names in the workspace: %v\n%s", names, out)
+	}
+}
+
+// TestGitReadsThroughLinks_RedTeam: the other direction of the same
+// links: in a pinned repository of the user's, the agent makes a branch
+// that is a symlink to a ref of a private repository of the user's that
+// the sandbox cannot reach, and names that repository's objects in
+// objects/info/alternates. The user's `git checkout` of that branch
+// writes the private repository's files into the workspace, where the
+// agent reads them.
+func TestGitReadsThroughLinks_RedTeam(t *testing.T) {
+	redTeam(t, "a symlinked ref and alternates make the user's git check a private repository out into the workspace")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws, private := t.TempDir(), t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	os.Chmod(filepath.Dir(private), 0o755)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	for _, dir := range []string{ws, private} {
+		if err := os.Chown(dir, user, user); err != nil {
+			t.Fatal(err)
+		}
+		name := "f"
+		if dir == private {
+			name = "secret.env"
+		}
+		os.WriteFile(filepath.Join(dir, name), []byte("KEY=hunter2\n"), 0o644)
+		os.Chown(filepath.Join(dir, name), user, user)
+		for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"add", name}, {"commit", "-qm", "1"}} {
+			if out, err := git(dir, c...); err != nil {
+				t.Fatal(out)
+			}
+		}
+	}
+	os.Chmod(private, 0o700)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must("ln -s " + private + "/.git/refs/heads/main .git/refs/heads/review-me && echo " + private + "/.git/objects > .git/objects/info/alternates")
+	out, _ := git(ws, "checkout", "-q", "review-me")
+	if code, got := b.run("cat secret.env"); code == 0 && strings.Contains(got, "hunter2") {
+		t.Errorf("the agent reads a private repository's file the user's git checked out: %q\ncheckout: %s", got, out)
+	}
+}
+
+// TestGitFailedStartKeepsUserRepos: a shell start that fails before the
+// guard knows the user's own repositories (here: the init refuses a
+// nested repository whose .git/hooks is a symlink, which an agent of an
+// earlier session can leave) must not hand the user's repositories to
+// the dedicated uid. It did: the stopped guard treated every repository
+// in the workspace as new, and the user's own git then refused their
+// project as "dubious ownership". Found by the red team; fixed.
+func TestGitFailedStartKeepsUserRepos(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
+	os.Chown(filepath.Join(ws, "f"), user, user)
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"add", "f"}, {"commit", "-qm", "1"}, {"init", "-q", "--bare", "b.git"}} {
+		if out, err := git(ws, c...); err != nil {
+			t.Fatal(out)
+		}
+	}
+	// What an agent of an earlier session left, handed over then.
+	evil := filepath.Join(ws, "evil", ".git")
+	for _, p := range []string{"objects", "refs"} {
+		os.MkdirAll(filepath.Join(evil, p), 0o755)
+	}
+	os.WriteFile(filepath.Join(evil, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.Symlink("/tmp", filepath.Join(evil, "hooks"))
+	filepath.Walk(filepath.Join(ws, "evil"), func(p string, _ os.FileInfo, _ error) error {
+		return os.Lchown(p, DefaultUID, DefaultGID)
+	})
+	sb, err := d.Create(t.Context(), Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := terminal.New(t.Context(), termOptions(sb))
+	if err == nil {
+		term.Close()
+		t.Log("the shell started: the init no longer refuses the symlink")
+	} else {
+		t.Logf("start refused, as it is today: %v", err)
+	}
+	if err := sb.Destroy(t.Context()); err != nil {
+		t.Errorf("Destroy: %v", err)
+	}
+	for _, p := range []string{".git", "b.git"} {
+		if o := ownerOf(filepath.Join(ws, p)); o != user {
+			t.Errorf("the user's own %s is uid %d's after a failed start, want %d", p, o, user)
+		}
+	}
+	if out, err := git(ws, "status", "--short"); err != nil {
+		t.Errorf("the user's git in their own repository: %v %s", err, out)
+	}
+}
+
+// TestGitLeftLinkBlocksStart_RedTeam: an agent leaves, in a directory of
+// the user's, a repository whose .git/hooks is a symlink (handed over to
+// the dedicated uid as it is made); from then on every session over
+// that directory fails to start ("refusing to follow it"), though that
+// repository is not one the user's git trusts.
+func TestGitLeftLinkBlocksStart_RedTeam(t *testing.T) {
+	redTeam(t, "a symlinked hooks in an agent-made repository makes every later session over the workspace fail to start")
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	const user = 4343
+	ws := t.TempDir()
+	os.Chmod(filepath.Dir(ws), 0o755)
+	if err := os.Chown(ws, user, user); err != nil {
+		t.Fatal(err)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	b.must("mkdir -p evil/.git/objects evil/.git/refs && ln -s /tmp evil/.git/hooks && echo 'ref: refs/heads/main' > evil/.git/HEAD")
+	b.term.Close()
+	sb, err := d.Create(t.Context(), Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Destroy(t.Context())
+	term, err := terminal.New(t.Context(), termOptions(sb))
+	if err != nil {
+		t.Fatalf("a later session over the workspace does not start: %v", err)
+	}
+	term.Close()
+}

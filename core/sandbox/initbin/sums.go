@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "64d07e47d7d77b2af0a0e474e1e0da926ff11f521b59b219b866d85bb8015e69",
-	"arm64": "89504b77e2e26cf8027a7a8be52e33a4a4ba6a07cfdcc9198f6f28ae5363444a",
+	"amd64": "ef19c82dff036812742bfa96ea5223c34682d6afafcbbdf6a1beae2f785168b6",
+	"arm64": "d829071be3443509cb8e0a243b2956936f002ac7ba69f8f31c912dd35d28a998",
 }

@@ -35,6 +35,22 @@ const (
 	offArg1 = 24
 )
 
+// argOff is the offset of argument i's low 32 bits in seccomp_data.
+func argOff(i int) uint32 { return offArg0 + 8*uint32(i) }
+
+// SetIDBits are the mode bits a file may not be given inside: a setuid
+// or setgid file the agent makes in a workspace its user named is that
+// user's on the host (the sandbox's root is them there), and the host
+// mounts the directory without nosuid, so any other local user who can
+// reach it would run the file as them. chmod, fchmod, fchmodat(2),
+// mknod(at), creat and an open that creates (O_CREAT, O_TMPFILE) fail
+// with EPERM when the mode asks for either bit; mkdir drops them itself.
+const SetIDBits = unix.S_ISUID | unix.S_ISGID
+
+// createFlags are the open flags with which an open makes a file, and so
+// uses its mode argument (O_TMPFILE's own bit, without O_DIRECTORY).
+const createFlags = unix.O_CREAT | unix.O_TMPFILE&^unix.O_DIRECTORY
+
 // nsFlags are the clone flags that make a new namespace. CLONE_NEWTIME
 // (0x80) shares its bit with the exit signal in clone(2), so it is not
 // here; only unshare and clone3 can ask for it, and both are refused.
@@ -62,6 +78,15 @@ var Personalities = []uint32{0, 0xffffffff}
 type call struct {
 	name string
 	nr   uint32
+}
+
+// modeCall is a call whose mode argument (mode, the argument's index) the
+// filter checks for SetIDBits; for an open (flags >= 0), only when its
+// flags argument has createFlags.
+type modeCall struct {
+	name        string
+	nr          uint32
+	flags, mode int
 }
 
 func stmt(code uint16, k uint32) unix.SockFilter {
@@ -94,19 +119,52 @@ func argCheck(nr uint32, off uint32, values []uint32, match, other uint32) []uni
 	return append(b, stmt(ret, other), stmt(ret, match))
 }
 
+// modeCheck is the block for one modeCall: EPERM when the mode has
+// SetIDBits (and, for an open, the flags create), else ALLOW. nr is in
+// the accumulator; another call skips the block.
+func modeCheck(c modeCall) []unix.SockFilter {
+	if c.flags < 0 {
+		// jeq nr; ld mode; jset setid -> EPERM; ret allow
+		return []unix.SockFilter{
+			jump(jeq, c.nr, 0, 4),
+			stmt(ld, argOff(c.mode)),
+			jump(jset, SetIDBits, 0, 1),
+			stmt(ret, retEPERM),
+			stmt(ret, retAllow),
+		}
+	}
+	// jeq nr; ld flags; jset create (else allow); ld mode; jset setid -> EPERM; ret allow
+	return []unix.SockFilter{
+		jump(jeq, c.nr, 0, 6),
+		stmt(ld, argOff(c.flags)),
+		jump(jset, createFlags, 0, 3),
+		stmt(ld, argOff(c.mode)),
+		jump(jset, SetIDBits, 0, 1),
+		stmt(ret, retEPERM),
+		stmt(ret, retAllow),
+	}
+}
+
 // Program assembles the filter for the running architecture:
 //
 //	arch != native                  -> EPERM
 //	nr (x32 bit set)                -> EPERM            (amd64 only)
 //	nr in denied                    -> EPERM
-//	nr == clone3                    -> ENOSYS
+//	nr == clone3, openat2           -> ENOSYS
 //	nr == clone && flags&ns         -> EPERM
 //	socket, socketpair: family not
 //	  in SocketFamilies             -> EAFNOSUPPORT
 //	ioctl: request in DeniedIoctls  -> EPERM
 //	personality: not in
 //	  Personalities                 -> EPERM
+//	chmod family, mknod(at), creat,
+//	  creating opens: mode has
+//	  SetIDBits                     -> EPERM
 //	otherwise                       -> ALLOW
+//
+// openat2 gets ENOSYS, the answer of a kernel without it, on which
+// every caller falls back to openat: its flags and mode are behind a
+// pointer the filter cannot read.
 func Program() ([]unix.SockFilter, error) {
 	if nativeArch == 0 {
 		return nil, ErrUnsupportedArch
@@ -125,6 +183,7 @@ func Program() ([]unix.SockFilter, error) {
 	}
 	p = append(p,
 		jump(jeq, sysClone3, 0, 1), stmt(ret, retNoSys),
+		jump(jeq, unix.SYS_OPENAT2, 0, 1), stmt(ret, retNoSys),
 		jump(jeq, sysClone, 0, 4),
 		stmt(ld, offArg0),
 		jump(jset, nsFlags, 0, 1),
@@ -135,5 +194,8 @@ func Program() ([]unix.SockFilter, error) {
 	p = append(p, argCheck(sysSocketpair, offArg0, SocketFamilies, retAllow, retNoAFSupport)...)
 	p = append(p, argCheck(sysIoctl, offArg1, DeniedIoctls, retEPERM, retAllow)...)
 	p = append(p, argCheck(sysPersonality, offArg0, Personalities, retAllow, retEPERM)...)
+	for _, c := range modeCalls {
+		p = append(p, modeCheck(c)...)
+	}
 	return append(p, stmt(ret, retAllow)), nil
 }

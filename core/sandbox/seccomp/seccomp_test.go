@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -112,6 +113,43 @@ func TestProgramDecisions(t *testing.T) {
 			t.Errorf("%s (nr %d, arg0 %#x, arg1 %#x): %#x, want %#x", c.name, c.nr, c.arg0, c.arg1, got, c.want)
 		}
 	}
+	if got := run(t, prog, nativeArch, unix.SYS_OPENAT2, 0, 0); got != retNoSys {
+		t.Errorf("openat2: %#x, want ENOSYS", got)
+	}
+	// Every mode call, with the mode in its place (and, for an open,
+	// the flags in theirs; the other arguments hold the bits as bait).
+	if len(modeCalls) < 5 {
+		t.Fatalf("%d mode calls", len(modeCalls))
+	}
+	for _, c := range modeCalls {
+		for _, m := range []struct {
+			flags, mode uint64
+			want        uint32
+		}{
+			{unix.O_CREAT | unix.O_WRONLY, 0o755, retAllow},
+			{unix.O_CREAT | unix.O_WRONLY, 0o4755, retEPERM},
+			{unix.O_CREAT | unix.O_EXCL, 0o2755, retEPERM},
+			{unix.O_CREAT, 1<<32 | 0o6000, retEPERM},
+			{unix.O_TMPFILE | unix.O_RDWR, 0o4700, retEPERM},
+			{unix.O_TMPFILE | unix.O_RDWR, 0o1777, retAllow},
+			{unix.O_RDONLY, 0o4755, retAllow}, // no create: the mode is unused
+		} {
+			args := make([]uint64, 6)
+			for i := range args {
+				args[i] = 0o6000
+			}
+			args[c.mode] = m.mode
+			want := m.want
+			if c.flags >= 0 {
+				args[c.flags] = m.flags
+			} else if m.flags == unix.O_RDONLY {
+				want = retEPERM // a chmod always uses its mode
+			}
+			if got := run(t, prog, nativeArch, c.nr, args...); got != want {
+				t.Errorf("%s flags %#o mode %#o: %#x, want %#x", c.name, m.flags, m.mode, got, want)
+			}
+		}
+	}
 }
 
 func TestDeniedNamesTheBrief(t *testing.T) {
@@ -138,6 +176,18 @@ func TestMain(m *testing.M) {
 // child installs the filter in a multi-threaded Go process and reports
 // what a few calls return, on the main thread and on others.
 func child() int {
+	dir, err := os.MkdirTemp("", "seccomp-child")
+	if err != nil {
+		fmt.Println("mkdtemp:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(dir+"/f", nil, 0o644); err != nil {
+		fmt.Println("write:", err)
+		return 1
+	}
+	path, _ := unix.BytePtrFromString(dir + "/f")
+	made, _ := unix.BytePtrFromString(dir + "/made")
 	if err := Install(); err != nil {
 		fmt.Println("install:", err)
 		return 1
@@ -156,6 +206,14 @@ func child() int {
 		try(prefix+"vsock", unix.SYS_SOCKET, unix.AF_VSOCK, unix.SOCK_STREAM)
 		try(prefix+"tiocsti", unix.SYS_IOCTL, 0, unix.TIOCSTI)
 		try(prefix+"personality", unix.SYS_PERSONALITY, readImpliesExec)
+		try(prefix+"chmod-setuid", unix.SYS_FCHMODAT, atFDCWD, uintptr(unsafe.Pointer(path)), 0o4755)
+		try(prefix+"chmod-plain", unix.SYS_FCHMODAT, atFDCWD, uintptr(unsafe.Pointer(path)), 0o755)
+		try(prefix+"openat2", unix.SYS_OPENAT2, atFDCWD, uintptr(unsafe.Pointer(path)), 0)
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(made)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o4755, 0, 0)
+		fmt.Printf("%sopen-setuid=%d\n", prefix, int(errno))
+		if errno == 0 {
+			unix.Close(int(fd))
+		}
 	}
 	report("")
 	done := make(chan struct{})
@@ -195,6 +253,7 @@ func TestInstallInKernel(t *testing.T) {
 	got := string(out)
 	for _, want := range []string{
 		"getpid=0", "unshare=1", "mount=1", "clone3=38", "ptrace=1", "vsock=97", "tiocsti=1", "personality=1",
+		"chmod-setuid=1", "chmod-plain=0", "openat2=38", "open-setuid=1", "thread.chmod-setuid=1", "thread.open-setuid=1",
 		"thread.getpid=0", "thread.unshare=1", "thread.mount=1", "thread.clone3=38", "thread.ptrace=1", "thread.vsock=97",
 		"child-exec", "Seccomp:2", "NoNewPrivs:1",
 	} {
@@ -203,6 +262,9 @@ func TestInstallInKernel(t *testing.T) {
 		}
 	}
 }
+
+// atFDCWD is AT_FDCWD as a system call argument.
+const atFDCWD = ^uintptr(99) // -100
 
 // personality(2) flags, from linux/personality.h.
 const (

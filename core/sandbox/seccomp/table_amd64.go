@@ -27,3 +27,12 @@ var denied = append(commonDenied,
 	call{"_sysctl", unix.SYS__SYSCTL},
 	call{"ustat", unix.SYS_USTAT},
 )
+
+// modeCalls adds x86-64's older path calls: chmod(path, mode),
+// mknod(path, mode, dev), creat(path, mode), open(path, flags, mode).
+var modeCalls = append(commonModeCalls,
+	modeCall{"chmod", unix.SYS_CHMOD, -1, 1},
+	modeCall{"mknod", unix.SYS_MKNOD, -1, 1},
+	modeCall{"creat", unix.SYS_CREAT, -1, 1},
+	modeCall{"open", unix.SYS_OPEN, 1, 2},
+)

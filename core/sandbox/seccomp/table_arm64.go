@@ -16,3 +16,6 @@ const (
 )
 
 var denied = commonDenied
+
+// modeCalls: arm64 has only the *at calls.
+var modeCalls = commonModeCalls

@@ -58,3 +58,15 @@ var commonDenied = []call{
 	{"name_to_handle_at", unix.SYS_NAME_TO_HANDLE_AT},
 	{"lookup_dcookie", unix.SYS_LOOKUP_DCOOKIE},
 }
+
+// commonModeCalls take a mode on every architecture (see SetIDBits):
+// fchmod(fd, mode), fchmodat(dfd, path, mode), fchmodat2(dfd, path,
+// mode, flags), mknodat(dfd, path, mode, dev), openat(dfd, path, flags,
+// mode).
+var commonModeCalls = []modeCall{
+	{"fchmod", unix.SYS_FCHMOD, -1, 1},
+	{"fchmodat", unix.SYS_FCHMODAT, -1, 2},
+	{"fchmodat2", unix.SYS_FCHMODAT2, -1, 2},
+	{"mknodat", unix.SYS_MKNODAT, -1, 2},
+	{"openat", unix.SYS_OPENAT, 2, 3},
+}

@@ -14,3 +14,5 @@ const (
 )
 
 var denied []call
+
+var modeCalls []modeCall

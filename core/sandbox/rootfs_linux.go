@@ -475,6 +475,7 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 	found, note := findRepos(cfg.Workspace.path(), cfg.GitScan)
 	seen := map[Repo]bool{}
 	strays := 0
+	skipped := 0
 	for _, r := range append(append([]Repo(nil), cfg.Repos...), found...) {
 		if seen[r] {
 			continue
@@ -483,33 +484,18 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 		if (r.Stray || r.Half) && !cfg.PinStray {
 			continue
 		}
-		if r.Half && r.Path != "." {
-			if err := protect(src, ws, r.Path+"/", r.Path+"/", pinned); err != nil {
+		if err := protectRepo(src, ws, r, pinned, &strays, &note); err != nil {
+			if !linkInNotOurs(src, r, err) {
 				return nil, "", err
 			}
-			continue
-		}
-		if r.Stray {
-			if strays++; strays > maxStrayPins {
-				if strays == maxStrayPins+1 {
-					note = strings.TrimPrefix(note+fmt.Sprintf("; git rule: more than %d files named HEAD outside any repository; those past them are not pinned", maxStrayPins), "; ")
-				}
-				continue
-			}
-			if err := protect(src, ws, r.Path, r.Path, pinned); err != nil {
-				return nil, "", err
-			}
-			continue
-		}
-		if r.File {
-			if err := protect(src, ws, r.Path, ".git", pinned); err != nil {
-				return nil, "", err
-			}
-			continue
-		}
-		for _, p := range GitControl {
-			if err := protect(src, ws, r.Path+"/"+p, ".git/"+p, pinned); err != nil {
-				return nil, "", err
+			// A link in a repository that is not the sandbox's user's
+			// (one the git guard handed to the dedicated uid, after an
+			// agent of an earlier session made it): git on the host
+			// trusts no such repository, so it needs no pins, and an
+			// agent could otherwise keep every later session over the
+			// directory from starting.
+			if skipped++; skipped == 1 {
+				note = strings.TrimPrefix(note+"; git rule: a repository not the workspace user's holds a symlink where a control file would be pinned ("+r.Path+"); it is not pinned (git on the host does not trust it)", "; ")
 			}
 		}
 	}
@@ -519,6 +505,47 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 		}
 	}
 	return found, note, nil
+}
+
+// linkInNotOurs reports whether err, from pinning repository r, is a
+// symlink on the way (protectErr's ELOOP or EXDEV) in a repository whose
+// git directory (r.Path: a .git, a bare repository's directory, a .git
+// file) is not owned by the sandbox's uid, as seen inside.
+func linkInNotOurs(src int, r Repo, err error) bool {
+	var ie *InitError
+	if !errors.As(err, &ie) || ie.Op != "protect" {
+		return false
+	}
+	var st unix.Stat_t
+	if e := unix.Fstatat(src, r.Path, &st, unix.AT_SYMLINK_NOFOLLOW); e != nil {
+		return false
+	}
+	return int(st.Uid) != os.Getuid()
+}
+
+// protectRepo pins one repository's control files (see protectWorkspace).
+func protectRepo(src, ws int, r Repo, pinned map[string]bool, strays *int, note *string) error {
+	if r.Half && r.Path != "." {
+		return protect(src, ws, r.Path+"/", r.Path+"/", pinned)
+	}
+	if r.Stray {
+		if *strays++; *strays > maxStrayPins {
+			if *strays == maxStrayPins+1 {
+				*note = strings.TrimPrefix(*note+fmt.Sprintf("; git rule: more than %d files named HEAD outside any repository; those past them are not pinned", maxStrayPins), "; ")
+			}
+			return nil
+		}
+		return protect(src, ws, r.Path, r.Path, pinned)
+	}
+	if r.File {
+		return protect(src, ws, r.Path, ".git", pinned)
+	}
+	for _, p := range GitControl {
+		if err := protect(src, ws, r.Path+"/"+p, ".git/"+p, pinned); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openBeneath opens rel beneath dir as an O_PATH descriptor, refusing

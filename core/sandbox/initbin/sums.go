@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "ef19c82dff036812742bfa96ea5223c34682d6afafcbbdf6a1beae2f785168b6",
-	"arm64": "d829071be3443509cb8e0a243b2956936f002ac7ba69f8f31c912dd35d28a998",
+	"amd64": "9eab143a60b4771537a5eaf6c3bb0759ef66156d4b62a2b5c57801e6e713bedb",
+	"arm64": "76d6758b6481524388c82fa281b1520aff897a620d47f54fd85d96ce60dc77b4",
 }

@@ -173,9 +173,11 @@ func TestMountinfoDataDir_RedTeam(t *testing.T) {
 // include.path ../project.gitconfig`, a way to share a project's
 // settings; includeIf the same) has that file's settings, the agent's,
 // in their git on the host; one whose core.hooksPath is a directory of
-// the worktree (husky's setup: .husky/_) runs the agent's hooks.
-func TestGitConfigIntoWorkspace_RedTeam(t *testing.T) {
-	redTeam(t, "files a pinned config names in the workspace (include.path, core.hooksPath) are the agent's to write")
+// the worktree (husky's setup: .husky/_) runs the agent's hooks. (Red
+// team, issue 16.) Now the init pins those targets too: an existing
+// include read-only, a missing one as an empty file, a missing hooks
+// directory where its path first leaves what exists (.husky here).
+func TestGitConfigIntoWorkspace(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
 	const user = 4343
@@ -187,7 +189,8 @@ func TestGitConfigIntoWorkspace_RedTeam(t *testing.T) {
 	if err := os.Chown(ws, user, user); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(ws, "project.gitconfig"), []byte("[user]\n"), 0o644)
+	// The project's shared config includes one more, not there yet.
+	os.WriteFile(filepath.Join(ws, "project.gitconfig"), []byte("[user]\n[include]\n\tpath = nested.gitconfig\n"), 0o644)
 	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
 	os.Chown(filepath.Join(ws, "project.gitconfig"), user, user)
 	os.Chown(filepath.Join(ws, "f"), user, user)
@@ -203,9 +206,14 @@ func TestGitConfigIntoWorkspace_RedTeam(t *testing.T) {
 		`printf '[core]\n\tfsmonitor = "touch MARK/include; false"\n' >> project.gitconfig`,
 		`printf '[alias]\n\tst = "!touch MARK/includeif"\n' > extra.gitconfig`,
 		`mkdir -p .husky/_ && printf '#!/bin/sh\ntouch MARK/hookspath\n' > .husky/_/pre-commit && chmod +x .husky/_/pre-commit`,
+		`printf '[core]\n\tfsmonitor = "touch MARK/nested; false"\n' > nested.gitconfig`,
 	} {
-		b.run(strings.ReplaceAll(attack, "MARK", marker))
+		if code, out := b.run(strings.ReplaceAll(attack, "MARK", marker)); code == 0 {
+			t.Errorf("attack %q worked inside: %s", attack, out)
+		}
 	}
+	// Git inside still works over the pins.
+	b.must("git add -A && git -c user.email=a@b -c user.name=a commit -qm inside && git log --oneline | wc -l")
 	out := hostRuns(git, ws, ".")
 	if ents, _ := os.ReadDir(marker); len(ents) > 0 {
 		var names []string

@@ -484,7 +484,7 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 		if (r.Stray || r.Half) && !cfg.PinStray {
 			continue
 		}
-		if err := protectRepo(src, ws, r, pinned, &strays, &note); err != nil {
+		if err := protectRepo(src, ws, r, cfg.Workspace.Path, pinned, &strays, &note); err != nil {
 			if !linkInNotOurs(src, r, err) {
 				return nil, "", err
 			}
@@ -524,7 +524,7 @@ func linkInNotOurs(src int, r Repo, err error) bool {
 }
 
 // protectRepo pins one repository's control files (see protectWorkspace).
-func protectRepo(src, ws int, r Repo, pinned map[string]bool, strays *int, note *string) error {
+func protectRepo(src, ws int, r Repo, wsHost string, pinned map[string]bool, strays *int, note *string) error {
 	if r.Half && r.Path != "." {
 		return protect(src, ws, r.Path+"/", r.Path+"/", pinned)
 	}
@@ -545,7 +545,91 @@ func protectRepo(src, ws int, r Repo, pinned map[string]bool, strays *int, note 
 			return err
 		}
 	}
+	return protectConfigRefs(src, ws, r.Path+"/config", repoWorktree(r.Path), wsHost, pinned, 0)
+}
+
+// maxIncludeDepth bounds how deep the init follows includes (git's own
+// limit is 10).
+const maxIncludeDepth = 10
+
+// protectConfigRefs pins what the config at conf (a pinned file, relative
+// to the workspace, src) names in the workspace: included files, each
+// read for its own includes in turn, and the hooks directory (see
+// configPaths), so that the agent can write neither. A missing one is
+// pinned where its path first leaves what exists: an empty file or
+// directory the agent cannot fill. A symlink on the way fails the start,
+// as for the control files.
+func protectConfigRefs(src, ws int, conf, worktree, wsHost string, pinned map[string]bool, depth int) error {
+	if depth > maxIncludeDepth {
+		return nil
+	}
+	text, err := readBeneath(src, conf, 1<<20)
+	if err != nil {
+		return nil // none, or not a file: git reads nothing there either
+	}
+	for _, ref := range configPaths(text) {
+		rel, ok := configTarget(ref, path.Dir(conf), worktree, wsHost)
+		if !ok || rel == "." {
+			continue // outside the workspace, or the whole of it
+		}
+		if err := protectMissing(src, ws, rel, ref.Hooks, pinned); err != nil {
+			return err
+		}
+		if !ref.Hooks {
+			if err := protectConfigRefs(src, ws, rel, worktree, wsHost, pinned, depth+1); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// protectMissing pins rel (a directory if dir) read-only, or, if part of
+// it is missing, its first missing component, made empty (a directory
+// unless it is rel itself and rel is a file).
+func protectMissing(src, ws int, rel string, dir bool, pinned map[string]bool) error {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		sub := strings.Join(parts[:i+1], "/")
+		fd, err := openBeneath(src, sub)
+		if err == nil {
+			unix.Close(fd)
+			continue
+		}
+		if err != unix.ENOENT {
+			return protectErr(rel, sub, err)
+		}
+		if i < len(parts)-1 || dir {
+			sub += "/"
+		}
+		return protect(src, ws, sub, sub, pinned)
+	}
+	if dir {
+		rel += "/"
+	}
+	return protect(src, ws, rel, rel, pinned)
+}
+
+// readBeneath reads at most limit bytes of the regular file rel beneath
+// dir, refusing symlinks.
+func readBeneath(dir int, rel string, limit int64) (string, error) {
+	p, err := openBeneath(dir, rel)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(p)
+	// An O_PATH descriptor reopens through /proc: the same file.
+	fd, err := unix.Open(fdPath(p), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return "", err
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", unix.EINVAL
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit))
+	return string(b), err
 }
 
 // openBeneath opens rel beneath dir as an O_PATH descriptor, refusing

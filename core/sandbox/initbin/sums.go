@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "9eab143a60b4771537a5eaf6c3bb0759ef66156d4b62a2b5c57801e6e713bedb",
-	"arm64": "76d6758b6481524388c82fa281b1520aff897a620d47f54fd85d96ce60dc77b4",
+	"amd64": "7ee77ea4f5b52320076b2cd653e70faaba3dd57858945e1af391420b1ff06265",
+	"arm64": "66bcf55a30bf3da223e7c0b98b531ce1312b9cda0a61027132001108c90c6e18",
 }

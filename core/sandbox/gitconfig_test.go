@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestConfigPaths(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		want       []configRef
+	}{
+		{"include", "[include]\n\tpath = ../a.gitconfig\n", []configRef{{Path: "../a.gitconfig"}}},
+		{"case and spaces", "[InClUdE]\n  PATH=b  \n", []configRef{{Path: "b"}}},
+		{"includeIf", "[includeIf \"gitdir:~/work/\"]\n\tpath = w.gitconfig\n", []configRef{{Path: "w.gitconfig"}}},
+		{"includeIf old syntax", "[includeif.onbranch:main]\npath = m\n", []configRef{{Path: "m"}}},
+		{"hooksPath", "[core]\n\thooksPath = .husky/_\n\tbare = false\n", []configRef{{Path: ".husky/_", Hooks: true}}},
+		{"quoted with comment", "[core]\n\thookspath = \"my hooks\" ; not this\n", []configRef{{Path: "my hooks", Hooks: true}}},
+		{"escapes", "[include]\n\tpath = a\\\"b\\\\c\n", []configRef{{Path: "a\"b\\c"}}},
+		{"continuation", "[include]\n\tpath = ab\\\ncd\n", []configRef{{Path: "abcd"}}},
+		{"comment char in quotes", "[include]\n\tpath = \"x#y\" # z\n", []configRef{{Path: "x#y"}}},
+		{"header and key on one line", "[include] path = one\n", []configRef{{Path: "one"}}},
+		{"subsection with bracket", "[includeIf \"gitdir:/a]b/\"]\npath = q\n", []configRef{{Path: "q"}}},
+		{"not in include", "[user]\n\tpath = no\n[core]\n\tfsmonitor = x\n", nil},
+		{"section ends", "[include]\npath = a\n[user]\npath = b\n", []configRef{{Path: "a"}}},
+		{"crlf", "[include]\r\n\tpath = c\r\n", []configRef{{Path: "c"}}},
+		{"broken header", "[include\npath = x\n", nil},
+	} {
+		if got := configPaths(c.text); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestConfigTarget(t *testing.T) {
+	const ws = "/home/u/proj"
+	for _, c := range []struct {
+		ref               configRef
+		confDir, worktree string
+		want              string
+		ok                bool
+	}{
+		{configRef{Path: "../p.gitconfig"}, ".git", ".", "p.gitconfig", true},
+		{configRef{Path: "../../x"}, ".git", ".", "", false},
+		{configRef{Path: "/home/u/proj/sub/c"}, ".git", ".", "sub/c", true},
+		{configRef{Path: "/home/u/projx/c"}, ".git", ".", "", false},
+		{configRef{Path: "/etc/gitconfig"}, ".git", ".", "", false},
+		{configRef{Path: "~/.gitconfig"}, ".git", ".", "", false},
+		{configRef{Path: "%(prefix)/x"}, ".git", ".", "", false},
+		{configRef{Path: ".husky/_", Hooks: true}, "sub/.git", "sub", "sub/.husky/_", true},
+		{configRef{Path: "n.gitconfig"}, "sub", ".", "sub/n.gitconfig", true},
+		{configRef{Path: "hooks", Hooks: true}, "store.git", "store.git", "store.git/hooks", true},
+	} {
+		got, ok := configTarget(c.ref, c.confDir, c.worktree, ws)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%+v in %s: %q %v, want %q %v", c.ref, c.confDir, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// FuzzConfigPaths: any text (a config the agent may have written, in a
+// repository of its own the init walks) is read without a panic, names
+// no more than maxConfigRefs paths, and a plain include line appended
+// to it under its own header is always found.
+func FuzzConfigPaths(f *testing.F) {
+	for _, s := range []string{"", "[include]\n\tpath = a\n", "[core]\nhooksPath=\"x\\\n", "[includeIf \"a\\\"]\"]\npath=\\", "[a.b]\n;c\n#d\nx = \"\\t\\n\\b\"", "\\\n\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		refs := configPaths(text)
+		if len(refs) > maxConfigRefs {
+			t.Fatalf("%d refs", len(refs))
+		}
+		for _, r := range refs {
+			if p, ok := configTarget(r, ".git", ".", "/w"); ok && (strings.HasPrefix(p, "../") || p == "..") {
+				t.Fatalf("target %q leaves the workspace", p)
+			}
+		}
+		if len(refs) == maxConfigRefs || strings.Count(text, "\"")%2 == 1 || strings.HasSuffix(strings.TrimRight(text, "\r"), "\\") {
+			// An open quote or a continuation takes the next line, as in git.
+			return
+		}
+		more := configPaths(text + "\n[include]\n\tpath = zz-last\n")
+		if len(more) == 0 || more[len(more)-1].Path != "zz-last" {
+			t.Fatalf("the appended include is not found: %+v", more)
+		}
+	})
+}

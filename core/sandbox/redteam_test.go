@@ -224,15 +224,16 @@ func TestGitConfigIntoWorkspace(t *testing.T) {
 	}
 }
 
-// TestGitReadsThroughLinks_RedTeam: the other direction of the same
+// TestGitReadsThroughLinks: the other direction of the same
 // links: in a pinned repository of the user's, the agent makes a branch
 // that is a symlink to a ref of a private repository of the user's that
 // the sandbox cannot reach, and names that repository's objects in
 // objects/info/alternates. The user's `git checkout` of that branch
 // writes the private repository's files into the workspace, where the
-// agent reads them.
-func TestGitReadsThroughLinks_RedTeam(t *testing.T) {
-	redTeam(t, "a symlinked ref and alternates make the user's git check a private repository out into the workspace")
+// agent reads them. (Red team, issue 16.) Now alternates is pinned: the
+// link alone gives the user's git a commit it has no objects for. The
+// link itself is break 1's (TestGitWritesThroughLinks_RedTeam).
+func TestGitReadsThroughLinks(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
 	const user = 4343
@@ -258,7 +259,10 @@ func TestGitReadsThroughLinks_RedTeam(t *testing.T) {
 	}
 	os.Chmod(private, 0o700)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
-	b.must("ln -s " + private + "/.git/refs/heads/main .git/refs/heads/review-me && echo " + private + "/.git/objects > .git/objects/info/alternates")
+	b.must("ln -s " + private + "/.git/refs/heads/main .git/refs/heads/review-me")
+	if code, out := b.run("echo " + private + "/.git/objects > .git/objects/info/alternates"); code == 0 {
+		t.Errorf("the agent wrote the user's objects/info/alternates: %s", out)
+	}
 	out, _ := git(ws, "checkout", "-q", "review-me")
 	if code, got := b.run("cat secret.env"); code == 0 && strings.Contains(got, "hunter2") {
 		t.Errorf("the agent reads a private repository's file the user's git checked out: %q\ncheckout: %s", got, out)

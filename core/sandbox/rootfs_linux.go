@@ -331,7 +331,9 @@ func isTTY(fd int) bool {
 // config (core.fsmonitor, core.hooksPath, aliases, filters, ...),
 // config.worktree, commondir (which moves config and hooks anywhere),
 // hooks, the other worktrees' gitdirs and the submodules' gitdirs. Each
-// init pins them read-only in the workspace's .git, missing ones as empty
+// init pins them read-only in the workspace's .git, and with them
+// objects/info/alternates and what the config names in the workspace
+// (protectRepo), missing ones as empty
 // (commondir as ".", .git itself: git refuses an empty one); everything else in .git
 // (objects, refs, HEAD, index, logs, packed-refs) stays writable, so
 // commits, branches and status work inside.
@@ -544,6 +546,12 @@ func protectRepo(src, ws int, r Repo, wsHost string, pinned map[string]bool, str
 		if err := protect(src, ws, r.Path+"/"+p, ".git/"+p, pinned); err != nil {
 			return err
 		}
+	}
+	// objects/info/alternates lends the repository another's objects:
+	// with a ref the agent points there (a symlink in refs/), the user's
+	// git would check out a repository the sandbox cannot read.
+	if err := protectMissing(src, ws, r.Path+"/objects/info/alternates", false, pinned); err != nil {
+		return err
 	}
 	return protectConfigRefs(src, ws, r.Path+"/config", repoWorktree(r.Path), wsHost, pinned, 0)
 }

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "7ee77ea4f5b52320076b2cd653e70faaba3dd57858945e1af391420b1ff06265",
-	"arm64": "66bcf55a30bf3da223e7c0b98b531ce1312b9cda0a61027132001108c90c6e18",
+	"amd64": "f11bef05740c3dfb05a832c267123e79ee1a15cd5dbfd31d33f7518e323668b1",
+	"arm64": "e9a42bee2bcfeafd974cc5d0e47d010e3373da27f872636f472d765f5909a601",
 }

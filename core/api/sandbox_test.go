@@ -179,7 +179,7 @@ func TestSandboxOwner(t *testing.T) {
 		{mine, 65533, 65532},
 		{root, sandbox.DefaultUID, sandbox.DefaultGID},
 	} {
-		out := run(t, td.cl, c.info.ID, "echo x > made.txt && mkdir d && cp /usr/bin/id d/tool && chmod 6755 d/tool && id -u")
+		out := run(t, td.cl, c.info.ID, "echo x > made.txt && mkdir d && cp /usr/bin/id d/tool && chmod 755 d/tool && id -u")
 		if out.ExitCode != 0 || !strings.HasSuffix(out.Output, "0\n") {
 			t.Fatalf("%s: %+v", c.info.ID, out)
 		}

@@ -19,10 +19,12 @@ import (
 	"github.com/harnessd/harnessd/core/terminal"
 )
 
-// kernelRuleOrSkip skips where the kernel cannot run the git guard's
-// kernel rule (BPF LSM), saying why, unless HARNESSD_TEST_WATCH_ONLY
-// asks for the test with the watch alone (which the race is expected
-// to beat: the test then fails, counting).
+// kernelRuleOrSkip skips where neither the kernel (BPF LSM) nor the
+// sandbox's init (seccomp user notification) can enforce the git
+// guard's HEAD rule, saying why, unless HARNESSD_TEST_WATCH_ONLY asks
+// for the test with the watch alone (which the race is expected to
+// beat: the test then fails, counting). Where both can, the kernel's is
+// tested, or the init's with HARNESSD_TEST_INIT_RULE set.
 func kernelRuleOrSkip(t *testing.T) (watchOnly bool) {
 	t.Helper()
 	requireRoot(t)
@@ -31,8 +33,17 @@ func kernelRuleOrSkip(t *testing.T) (watchOnly bool) {
 		t.Cleanup(func() { noKernelRule = false })
 		return true
 	}
-	if sharedKernelRule(slog.Default()) == nil {
-		t.Skipf("the kernel cannot run the git guard's BPF LSM rule here: %v", kernelRuleErr)
+	if os.Getenv("HARNESSD_TEST_INIT_RULE") != "" {
+		preferInitRule = true
+		t.Cleanup(func() { preferInitRule = false })
+	}
+	switch {
+	case sharedKernelRule(slog.Default()) != nil && !preferInitRule:
+		t.Log("the HEAD rule: the kernel's (BPF LSM)")
+	case sharedInitRule():
+		t.Log("the HEAD rule: the init's (seccomp user notification)")
+	default:
+		t.Skipf("neither the kernel (BPF LSM: %v) nor the init (seccomp user notification: %v) can enforce the git guard's HEAD rule here", kernelRuleErr, initRuleErr)
 	}
 	return false
 }
@@ -257,6 +268,9 @@ func TestGitUserDirHEADRates(t *testing.T) {
 // Destroy removes the last.
 func TestGitUserDirHEADEntries(t *testing.T) {
 	kernelRuleOrSkip(t)
+	if sharedKernelRule(slog.Default()) == nil || preferInitRule {
+		t.Skip("the kernel rule's entries: the init's rule has none (each init serves its own sandbox)")
+	}
 	rule, ok := sharedKernelRule(slog.Default()).(interface{ Len() int })
 	if !ok {
 		t.Fatal("the kernel rule does not count its entries (Len)")

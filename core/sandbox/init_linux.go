@@ -93,7 +93,15 @@ func runInit() int {
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 		return fail(initErr("unshare(CLONE_NEWCGROUP)", "", err))
 	}
+	if err := startHeadRule(&cfg); err != nil {
+		return fail(err)
+	}
 	if err := lockdown(); err != nil {
+		return fail(err)
+	}
+	// The main thread alone, which forks the shell: the init's other
+	// threads serve the rule.
+	if err := installHeadRule(); err != nil {
 		return fail(err)
 	}
 	sigs := make(chan os.Signal, 8)

@@ -213,7 +213,10 @@ func child(dir string) int {
 	report("enoent", open("nope/f", unix.O_WRONLY|unix.O_CREAT))
 	report("enotdir", open("d/f2/x", unix.O_WRONLY|unix.O_CREAT))
 	report("eisdir", open("d", unix.O_WRONLY|unix.O_CREAT))
-	report("openat2", func() error { _, err := unix.Openat2(unix.AT_FDCWD, "d/o2", &unix.OpenHow{Flags: unix.O_CREAT | unix.O_WRONLY}); return err }())
+	report("openat2", func() error {
+		_, err := unix.Openat2(unix.AT_FDCWD, "d/o2", &unix.OpenHow{Flags: unix.O_CREAT | unix.O_WRONLY})
+		return err
+	}())
 	unix.Umask(0o077)
 	open("d/umask", unix.O_WRONLY|unix.O_CREAT)
 	var ust unix.Stat_t

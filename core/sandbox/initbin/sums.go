@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "64d07e47d7d77b2af0a0e474e1e0da926ff11f521b59b219b866d85bb8015e69",
-	"arm64": "89504b77e2e26cf8027a7a8be52e33a4a4ba6a07cfdcc9198f6f28ae5363444a",
+	"amd64": "31092c4db23db7d8eeca690158f0bb9c411e9dd5cb996a1d8805fed83eb595cd",
+	"arm64": "498ff3b1a18f39c3754c349d41aa9d33ce2e6271760808895511561aba23eaf0",
 }

@@ -43,8 +43,12 @@ const headRuleOwner = 65533
 var headRule *gitnotify.Server
 
 // startHeadRule starts the init's HEAD rule's workers, before lockdown
-// (they unshare their fs_struct, which the base filter refuses after).
-func startHeadRule(cfg *initConfig) error {
+// (they unshare their fs_struct, which the base filter refuses after),
+// each in the sandbox's cgroup v1 groups (the tasks files cgroups,
+// named by names), as the main thread joins them (joinCgroups): the
+// dentries and inodes a worker makes for the agent are charged to the
+// thread that makes them.
+func startHeadRule(cfg *initConfig, cgroups []int, names []string) error {
 	if cfg.HeadRule == nil {
 		return nil
 	}
@@ -52,7 +56,18 @@ func startHeadRule(cfg *initConfig) error {
 	if err != nil {
 		return initErr("git guard: workspace mounts", cfg.Workdir, err)
 	}
-	s, err := gitnotify.Start(gitnotify.Rule{Owner: headRuleOwner, Devs: cfg.HeadRule.Devs, Mounts: mounts})
+	if len(cgroups) != len(names) {
+		return initErr("git guard: join cgroups", "", fmt.Errorf("%d files for %d names", len(cgroups), len(names)))
+	}
+	join := func() error {
+		for i, fd := range cgroups {
+			if _, err := unix.Write(fd, []byte("0")); err != nil {
+				return initErr("git guard: join cgroup", names[i], err)
+			}
+		}
+		return nil
+	}
+	s, err := gitnotify.Start(gitnotify.Rule{Owner: headRuleOwner, Devs: cfg.HeadRule.Devs, Mounts: mounts}, join)
 	if err != nil {
 		return initErr("git guard: start the HEAD rule", "", err)
 	}

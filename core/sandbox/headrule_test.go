@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/core/files"
+	"github.com/harnessd/harnessd/core/sandbox/cgroup"
+	"github.com/harnessd/harnessd/core/sandbox/gitnotify"
 )
 
 // probeEnv names the red team's probe this test binary runs as, inside
@@ -429,3 +433,43 @@ func probeTricks() {
 
 // atFDCWD is AT_FDCWD as a raw system call's argument.
 var atFDCWD = func() uintptr { v := unix.AT_FDCWD; return uintptr(v) }()
+
+// TestHeadRuleWorkersCgroups: where cgroup v1 is (per thread), the
+// init's HEAD rule workers are in the sandbox's groups, as the shell
+// is: the dentries and inodes they make for the agent are charged
+// there, not to the daemon's groups.
+func TestHeadRuleWorkersCgroups(t *testing.T) {
+	initRuleOrSkip(t)
+	m, err := cgroup.Detect(cgroup.Options{Parent: "harnessd-sandbox-test", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	r := m.Report()
+	if r.Memory.Mechanism != cgroup.CgroupV1 {
+		t.Skipf("memory is not cgroup v1 here (%v): threads do not have groups of their own", r.Memory.Mechanism)
+	}
+	ws, _, _ := userDir(t)
+	b := newBox(t, newDriver(t, NativeOptions{Cgroups: Cgroups(m)}), Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}, Limits: Limits{MemoryBytes: 256 << 20}})
+	b.must("true")
+	tasks, err := os.ReadFile(r.Memory.Path + "/" + b.sb.ID() + "/tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.Fields(string(tasks))
+	// The init: bash's parent.
+	st, _ := os.ReadFile("/proc/" + strconv.Itoa(b.term.PID()) + "/stat")
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+	initPid := f[1]
+	n := 0
+	ents, _ := os.ReadDir("/proc/" + initPid + "/task")
+	for _, e := range ents {
+		if slices.Contains(in, e.Name()) {
+			n++
+		}
+	}
+	// The main thread and the workers.
+	if n < 1+gitnotify.Workers {
+		t.Errorf("%d of the init's %d threads are in the sandbox's memory group, want at least %d", n, len(ents), 1+gitnotify.Workers)
+	}
+}

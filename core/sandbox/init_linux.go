@@ -82,7 +82,12 @@ func runInit() int {
 		closeFDs(fr.take())
 		return initFailed // the daemon gave up on us
 	}
-	if err := joinCgroups(fr.take(), m.Cgroups); err != nil {
+	cgroups := fr.take()
+	if err := startHeadRule(&cfg, cgroups, m.Cgroups); err != nil {
+		closeFDs(cgroups)
+		return fail(err)
+	}
+	if err := joinCgroups(cgroups, m.Cgroups); err != nil {
 		return fail(err)
 	}
 	// The init's cgroups are final now (v1 joined just now, v2 by the
@@ -92,9 +97,6 @@ func runInit() int {
 	// own, rooted here, for this thread and so for the shell it forks.
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 		return fail(initErr("unshare(CLONE_NEWCGROUP)", "", err))
-	}
-	if err := startHeadRule(&cfg); err != nil {
-		return fail(err)
 	}
 	if err := lockdown(); err != nil {
 		return fail(err)

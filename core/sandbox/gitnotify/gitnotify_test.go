@@ -120,7 +120,7 @@ func child(dir string) int {
 		fmt.Println("stat:", err)
 		return 1
 	}
-	s, err := Start(Rule{Owner: 4242, Devs: []uint64{st.Dev}})
+	s, err := Start(Rule{Owner: 4242, Devs: []uint64{st.Dev}}, nil)
 	if err != nil {
 		fmt.Println("start:", err)
 		return 1

@@ -101,9 +101,11 @@ type listener struct {
 // Start opens the root and /proc and starts the workers. It must run in
 // the init before its base seccomp filter, which refuses unshare: each
 // worker takes an fs_struct of its own (CLONE_FS), for the umask of the
-// task it serves, and drops its capabilities but a permitted
+// task it serves, runs join if not nil (the init has each join the
+// sandbox's cgroup v1 groups, which are per thread: what a worker makes
+// is charged there), and drops its capabilities but a permitted
 // CAP_SYS_PTRACE.
-func Start(rule Rule) (*Server, error) {
+func Start(rule Rule, join func() error) (*Server, error) {
 	s := &Server{rule: rule, work: make(chan *call, 256)}
 	var err error
 	if s.root, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
@@ -123,7 +125,7 @@ func Start(rule Rule) (*Server, error) {
 	s.procDev = pst.Dev
 	ready := make(chan error, Workers)
 	for range Workers {
-		go s.worker(ready)
+		go s.worker(join, ready)
 	}
 	for range Workers {
 		if err := <-ready; err != nil {
@@ -146,11 +148,17 @@ func setCaps(eff uint32) error {
 
 // worker is one serving thread: locked for good (the thread ends with
 // the goroutine, never handed back to the runtime).
-func (s *Server) worker(ready chan<- error) {
+func (s *Server) worker(join func() error, ready chan<- error) {
 	runtime.LockOSThread()
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		ready <- os.NewSyscallError("unshare(CLONE_FS)", err)
 		return
+	}
+	if join != nil {
+		if err := join(); err != nil {
+			ready <- err
+			return
+		}
 	}
 	if err := setCaps(0); err != nil {
 		ready <- os.NewSyscallError("capset", err)

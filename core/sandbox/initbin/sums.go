@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "31092c4db23db7d8eeca690158f0bb9c411e9dd5cb996a1d8805fed83eb595cd",
-	"arm64": "498ff3b1a18f39c3754c349d41aa9d33ce2e6271760808895511561aba23eaf0",
+	"amd64": "b3e02d4648269a8ccba7dc2cb95d54da466d24fff4d1623bb3c8fac63f2ed1bc",
+	"arm64": "da408a4dd29cc0262b486021676c46335733fa92578f79ba26e15da2f4a22108",
 }

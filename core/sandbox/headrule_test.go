@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harnessd/harnessd/core/files"
+	"github.com/harnessd/harnessd/core/python"
 	"github.com/harnessd/harnessd/core/sandbox/cgroup"
 	"github.com/harnessd/harnessd/core/sandbox/gitnotify"
 )
@@ -471,5 +472,26 @@ func TestHeadRuleWorkersCgroups(t *testing.T) {
 	// The main thread and the workers.
 	if n < 1+gitnotify.Workers {
 		t.Errorf("%d of the init's %d threads are in the sandbox's memory group, want at least %d", n, len(ents), 1+gitnotify.Workers)
+	}
+}
+
+// TestHeadRuleSpawned: a process the init starts beside the shell
+// (Python, through Spawn) is under the rule as the shell is.
+func TestHeadRuleSpawned(t *testing.T) {
+	b, ws := probeBox(t)
+	i := pythonIn(t, b.sb)
+	_, text := cell(t, i, python.Run{Code: `import os
+def tryit(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return os.strerror(e.errno)
+print(tryit(lambda: open("/workspace/half/HEAD", "w").close()), tryit(lambda: os.mkdir("/workspace/half/HEAD")), tryit(lambda: open("/workspace/d/spawned", "w").close()))`})
+	if got := strings.TrimSpace(text); got != "Operation not permitted Operation not permitted ok" {
+		t.Errorf("Python in a guarded sandbox: %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "half", "HEAD")); err == nil {
+		t.Error("half/HEAD exists")
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -100,7 +102,7 @@ func TestProgramDecisions(t *testing.T) {
 const childEnv = "HARNESSD_GITNOTIFY_TEST_CHILD"
 
 func init() {
-	if os.Getenv(childEnv) != "" {
+	if os.Getenv(childEnv) != "" || os.Getenv(benchEnv) != "" {
 		runtime.LockOSThread() // the main thread, which gets the filter
 	}
 }
@@ -108,6 +110,10 @@ func init() {
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnv); dir != "" {
 		os.Exit(child(dir))
+	}
+	if v := os.Getenv(benchEnv); v != "" {
+		dir, rule, _ := strings.Cut(v, ":")
+		os.Exit(benchChild(dir, rule == "true"))
 	}
 	os.Exit(m.Run())
 }
@@ -283,5 +289,65 @@ func TestServeInKernel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "d", "HEAD")); err == nil {
 		t.Error("d/HEAD exists")
+	}
+}
+
+const benchEnv = "HARNESSD_GITNOTIFY_BENCH_CHILD"
+
+// benchChild creates n files in dir, with the filter served if rule, and
+// prints the microseconds each took.
+func benchChild(dir string, rule bool) int {
+	if rule {
+		s, err := Start(Rule{Owner: 4242}, nil)
+		if err != nil {
+			fmt.Println("start:", err)
+			return 1
+		}
+		unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+		l, err := Install()
+		if err != nil {
+			fmt.Println("install:", err)
+			return 1
+		}
+		s.Serve(l)
+	}
+	const n = 5000
+	t0 := time.Now()
+	for i := range n {
+		fd, err := unix.Open(dir+"/f"+strconv.Itoa(i), unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Println("open:", err)
+			return 1
+		}
+		unix.Close(fd)
+	}
+	fmt.Printf("%.1f\n", float64(time.Since(t0).Microseconds())/n)
+	return 0
+}
+
+// BenchmarkCreate is one O_CREAT open in tmpfs (/dev/shm), served by
+// the rule and not: the cost of the round trip to the serving thread.
+func BenchmarkCreate(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	for _, rule := range []bool{false, true} {
+		var sum float64
+		for range b.N {
+			dir, _ := os.MkdirTemp("/dev/shm", "gitnotify-bench-")
+			cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+			cmd.Env = append(os.Environ(), benchEnv+"="+dir+":"+strconv.FormatBool(rule))
+			out, err := cmd.CombinedOutput()
+			os.RemoveAll(dir)
+			if err != nil {
+				b.Fatalf("%v %s", err, out)
+			}
+			us, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+			if err != nil {
+				b.Fatalf("%q", out)
+			}
+			sum += us
+		}
+		b.ReportMetric(sum/float64(b.N), fmt.Sprintf("rule=%v-us/create", rule))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -61,8 +62,12 @@ type notifAddFD struct {
 
 // Workers is how many threads serve calls; a call that waits (a FIFO
 // with no other end, a lease being broken) is set aside rather than
-// hold one.
-const Workers = 4
+// hold one (the init runs on two Ps: GOMAXPROCS=2). All but one receive the calls of the first listener served
+// (the shell's) themselves, each blocked in SECCOMP_IOCTL_NOTIF_RECV:
+// a call then costs no hand-over between threads. The last serves what
+// the other listeners' receivers queue (the file service's, spawned
+// processes') and the opens set aside.
+const Workers = 3
 
 // Server serves the listeners of one init with its workers.
 type Server struct {
@@ -71,6 +76,8 @@ type Server struct {
 	proc    int // its /proc, O_PATH
 	procDev uint64
 	work    chan *call
+	primary chan *listener // the first listener, for the receiving workers
+	served  atomic.Bool    // the first listener has been served
 }
 
 // call is one notification being served.
@@ -106,7 +113,7 @@ type listener struct {
 // is charged there), and drops its capabilities but a permitted
 // CAP_SYS_PTRACE.
 func Start(rule Rule, join func() error) (*Server, error) {
-	s := &Server{rule: rule, work: make(chan *call, 256)}
+	s := &Server{rule: rule, work: make(chan *call, 256), primary: make(chan *listener, Workers)}
 	var err error
 	if s.root, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		return nil, &os.PathError{Op: "open", Path: "/", Err: err}
@@ -124,8 +131,8 @@ func Start(rule Rule, join func() error) (*Server, error) {
 	}
 	s.procDev = pst.Dev
 	ready := make(chan error, Workers)
-	for range Workers {
-		go s.worker(join, ready)
+	for i := range Workers {
+		go s.worker(join, ready, i < Workers-1)
 	}
 	for range Workers {
 		if err := <-ready; err != nil {
@@ -148,7 +155,7 @@ func setCaps(eff uint32) error {
 
 // worker is one serving thread: locked for good (the thread ends with
 // the goroutine, never handed back to the runtime).
-func (s *Server) worker(join func() error, ready chan<- error) {
+func (s *Server) worker(join func() error, ready chan<- error, receives bool) {
 	runtime.LockOSThread()
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		ready <- os.NewSyscallError("unshare(CLONE_FS)", err)
@@ -165,15 +172,38 @@ func (s *Server) worker(join func() error, ready chan<- error) {
 		return
 	}
 	ready <- nil
+	if receives {
+		l := <-s.primary
+		for {
+			c := &call{l: l, held: -1}
+			if err := ioctl(l.fd, ioctlRecv, unsafe.Pointer(&c.n)); err != nil {
+				if err == unix.EINTR || err == unix.ENOENT {
+					continue // ENOENT: the task went away meanwhile
+				}
+				return
+			}
+			l.inflight.Add(1)
+			s.serve(c)
+		}
+	}
 	for c := range s.work {
 		s.serve(c)
 	}
 }
 
 // Serve receives the calls of listener fd (which it owns) until no task
-// uses its filter any more, then closes it; it returns at once.
+// uses its filter any more, then closes it; it returns at once. The
+// first listener it gets is received by the workers themselves, and
+// kept open for the init's life (the init's main thread is among its
+// tasks).
 func (s *Server) Serve(fd int) {
 	l := &listener{fd: fd}
+	if s.served.CompareAndSwap(false, true) {
+		for range Workers - 1 {
+			s.primary <- l
+		}
+		return
+	}
 	go func() {
 		defer func() {
 			l.inflight.Wait()

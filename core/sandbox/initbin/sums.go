@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "b3e02d4648269a8ccba7dc2cb95d54da466d24fff4d1623bb3c8fac63f2ed1bc",
-	"arm64": "da408a4dd29cc0262b486021676c46335733fa92578f79ba26e15da2f4a22108",
+	"amd64": "cf8ee5e5598664005efc73b5a24568d5e4cac5d2210441f066962bd34651b378",
+	"arm64": "4cc54b414f7553c7efdff9ae1e2d9cf0863610612c8d665d93dc9f693dd9f5c5",
 }

@@ -203,8 +203,6 @@ func headRuleProbe() int {
 		probeRaces()
 	case "tricks":
 		probeTricks()
-	case "latency":
-		probeLatency()
 	default:
 		fmt.Println("unknown probe")
 		return 1
@@ -496,26 +494,4 @@ print(tryit(lambda: open("/workspace/half/HEAD", "w").close()), tryit(lambda: os
 	if _, err := os.Lstat(filepath.Join(ws, "half", "HEAD")); err == nil {
 		t.Error("half/HEAD exists")
 	}
-}
-
-// probeLatency times single creations, one after another.
-func probeLatency() {
-	os.MkdirAll("lat", 0o755)
-	const n = 2000
-	t0 := time.Now()
-	for i := range n {
-		fd, err := unix.Open("lat/f"+strconv.Itoa(i), unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o644)
-		if err == nil {
-			unix.Close(fd)
-		}
-	}
-	d := time.Since(t0)
-	t0 = time.Now()
-	for i := range n {
-		fd, err := unix.Open("lat/f"+strconv.Itoa(i), unix.O_WRONLY|unix.O_TRUNC, 0o644)
-		if err == nil {
-			unix.Close(fd)
-		}
-	}
-	fmt.Printf("create-us=%d\nreopen-us=%d\n", d.Microseconds()/n, time.Since(t0).Microseconds()/n)
 }

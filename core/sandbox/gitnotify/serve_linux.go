@@ -103,6 +103,14 @@ func (c *call) drop() {
 type listener struct {
 	fd       int
 	inflight sync.WaitGroup
+	failed   sync.Once
+}
+
+// fail closes a listener whose receiving failed for good: its tasks'
+// calls then fail with ENOSYS (the kernel's answer without a listener),
+// rather than wait for an answer that never comes. Closed, not open.
+func (l *listener) fail() {
+	l.failed.Do(func() { unix.Close(l.fd) })
 }
 
 // Start opens the root and /proc and starts the workers. It must run in
@@ -180,6 +188,7 @@ func (s *Server) worker(join func() error, ready chan<- error, receives bool) {
 				if err == unix.EINTR || err == unix.ENOENT {
 					continue // ENOENT: the task went away meanwhile
 				}
+				l.fail()
 				return
 			}
 			l.inflight.Add(1)

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "cf8ee5e5598664005efc73b5a24568d5e4cac5d2210441f066962bd34651b378",
-	"arm64": "4cc54b414f7553c7efdff9ae1e2d9cf0863610612c8d665d93dc9f693dd9f5c5",
+	"amd64": "05fbbd42c9ba234a1bc9a513ae4faf05547fadc95075d89356da0298d3f26f0c",
+	"arm64": "9b3cf1e1a31be2d74bee468bd24e9ebaf5ec89935fed912423782c10ed565567",
 }

@@ -48,6 +48,7 @@ type ins struct {
 //
 //	arch != native                    -> EPERM
 //	nr (x32 bit set)                  -> EPERM   (amd64 only)
+//	open, openat: O_PATH in flags     -> ALLOW
 //	open, openat: O_CREAT in flags    -> USER_NOTIF
 //	openat2                           -> ENOSYS
 //	creat, mknod(at), mkdir(at),
@@ -55,7 +56,10 @@ type ins struct {
 //	  rename(at, at2)                 -> USER_NOTIF
 //	otherwise                         -> ALLOW
 //
-// O_TMPFILE makes no name (its linkat is trapped); the base filter
+// O_TMPFILE makes no name (its linkat is trapped), nor does O_PATH,
+// with which open(2) drops O_CREAT (the flags are the call's registers,
+// which the task cannot change once it has made it; and the init could
+// not pass an O_PATH descriptor back: ADDFD refuses them); the base filter
 // (package seccomp) refuses the other ways of making names (io_uring,
 // mount).
 func Program() ([]unix.SockFilter, error) {
@@ -71,10 +75,12 @@ func Program() ([]unix.SockFilter, error) {
 		p = append(p, ins{f: unix.SockFilter{Code: jge, K: x32Bit}, jt: "eperm"})
 	}
 	for _, o := range opens {
-		// jeq nr, else skip the two that follow; ld flags; jset O_CREAT
+		// jeq nr, else skip the three that follow; ld flags; jset
+		// O_PATH; jset O_CREAT
 		p = append(p,
-			ins{f: unix.SockFilter{Code: jeq, K: o.nr, Jf: 2}},
+			ins{f: unix.SockFilter{Code: jeq, K: o.nr, Jf: 3}},
 			ins{f: unix.SockFilter{Code: ld, K: offArg(o.flagsArg)}},
+			ins{f: unix.SockFilter{Code: jset, K: unix.O_PATH}, jt: "allow"},
 			ins{f: unix.SockFilter{Code: jset, K: unix.O_CREAT}, jt: "notify", jf: "allow"},
 		)
 	}

@@ -71,6 +71,7 @@ func TestProgramDecisions(t *testing.T) {
 		{"openat read", nativeArch, unix.SYS_OPENAT, []uint64{0, 0, unix.O_RDONLY}, retAllow},
 		{"openat O_CREAT", nativeArch, unix.SYS_OPENAT, []uint64{0, 0, unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC}, retNotify},
 		{"openat O_TMPFILE", nativeArch, unix.SYS_OPENAT, []uint64{0, 0, unix.O_TMPFILE | unix.O_RDWR}, retAllow},
+		{"openat O_PATH|O_CREAT", nativeArch, unix.SYS_OPENAT, []uint64{0, 0, unix.O_PATH | unix.O_CREAT}, retAllow},
 		{"openat O_CREAT high bits", nativeArch, unix.SYS_OPENAT, []uint64{0, 0, 1<<32 | unix.O_CREAT}, retNotify},
 		{"openat2", nativeArch, sysOpenat2, nil, retNoSys},
 		{"foreign arch", unix.AUDIT_ARCH_I386, unix.SYS_OPENAT, []uint64{0, 0, unix.O_CREAT}, retEPERM},
@@ -219,6 +220,8 @@ func child(dir string) int {
 	report("enoent", open("nope/f", unix.O_WRONLY|unix.O_CREAT))
 	report("enotdir", open("d/f2/x", unix.O_WRONLY|unix.O_CREAT))
 	report("eisdir", open("d", unix.O_WRONLY|unix.O_CREAT))
+	report("o-path-creat", open("d/opath", unix.O_PATH|unix.O_CREAT))
+	report("o-path-creat-existing", open("d/f2", unix.O_PATH|unix.O_CREAT))
 	report("openat2", func() error {
 		_, err := unix.Openat2(unix.AT_FDCWD, "d/o2", &unix.OpenHow{Flags: unix.O_CREAT | unix.O_WRONLY})
 		return err
@@ -276,7 +279,7 @@ func TestServeInKernel(t *testing.T) {
 		"proc-self-fd-ok": ok, "proc-init-fd": fmt.Sprint(int(unix.EACCES)), "tmpfile": ok, "tmpfile-link-HEAD": eperm, "tmpfile-link-ok": ok,
 		"write-own-HEAD": ok, "replace-HEAD": ok, "HEAD": `"x"`, "open-existing-HEAD": ok, "open-existing-HEAD-excl": fmt.Sprint(int(unix.EEXIST)),
 		"open-eexist": ok, "open-eexist2": fmt.Sprint(int(unix.EEXIST)), "enoent": fmt.Sprint(int(unix.ENOENT)),
-		"enotdir": fmt.Sprint(int(unix.ENOTDIR)), "eisdir": fmt.Sprint(int(unix.EISDIR)), "openat2": fmt.Sprint(int(unix.ENOSYS)),
+		"enotdir": fmt.Sprint(int(unix.ENOTDIR)), "eisdir": fmt.Sprint(int(unix.EISDIR)), "openat2": fmt.Sprint(int(unix.ENOSYS)), "o-path-creat": fmt.Sprint(int(unix.ENOENT)), "o-path-creat-existing": ok,
 		"umask-mode": "600", "fifo-write": ok, "fifo-read": ok,
 	}
 	for k, v := range want {

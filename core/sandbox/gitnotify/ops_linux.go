@@ -480,13 +480,13 @@ func (t *task) magicReopen(fd int, flags int) (int, error) {
 // reader that must wait is kept in the call (held).
 func (t *task) opened(fd int, flags int, err error, isFIFO func() bool) (int, error) {
 	if err != nil {
-		if flags&unix.O_NONBLOCK == 0 && (err == unix.EWOULDBLOCK || err == unix.ENXIO && isFIFO()) {
+		if flags&(unix.O_NONBLOCK|unix.O_PATH) == 0 && (err == unix.EWOULDBLOCK || err == unix.ENXIO && isFIFO()) {
 			return -1, errWait
 		}
 		return -1, err
 	}
-	if flags&unix.O_NONBLOCK != 0 {
-		return fd, nil
+	if flags&(unix.O_NONBLOCK|unix.O_PATH) != 0 {
+		return fd, nil // an O_PATH descriptor has no status flags to clear
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {

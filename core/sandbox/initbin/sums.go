@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "05fbbd42c9ba234a1bc9a513ae4faf05547fadc95075d89356da0298d3f26f0c",
-	"arm64": "9b3cf1e1a31be2d74bee468bd24e9ebaf5ec89935fed912423782c10ed565567",
+	"amd64": "f1106d4a75f58025d5891cd93fb4bc4c0138cee12ea467f7f183316cfd2363cc",
+	"arm64": "f8b9087f3e6a4cced3cd1ec47261bffe9d51d949527277d2d0a2246035820d37",
 }

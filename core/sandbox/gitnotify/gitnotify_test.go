@@ -246,6 +246,38 @@ func child(dir string) int {
 	}()
 	report("fifo-write", os.WriteFile("d/fifo", []byte("fifo"), 0o644))
 	report("fifo-read", <-done)
+	// A FIFO's reader opening with O_CREAT waits for its writer, and
+	// reads what it writes.
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		time.Sleep(50 * time.Millisecond)
+		done <- os.WriteFile(dir+"/d/fifo", []byte("back"), 0o644)
+	}()
+	rfd, err := unix.Open("d/fifo", unix.O_RDONLY|unix.O_CREAT, 0o644)
+	report("fifo-reader", err)
+	if err == nil {
+		b := make([]byte, 16)
+		n, _ := unix.Read(rfd, b)
+		fmt.Printf("fifo-reader-got=%q\n", b[:max(n, 0)])
+		fl, _ := unix.FcntlInt(uintptr(rfd), unix.F_GETFL, 0)
+		fmt.Printf("fifo-reader-nonblock=%v\n", fl&unix.O_NONBLOCK != 0)
+		unix.Close(rfd)
+	}
+	report("fifo-writer", <-done)
+	cfd, err := unix.Open("d/cloexec", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+	report("cloexec-open", err)
+	if err == nil {
+		fdfl, _ := unix.FcntlInt(uintptr(cfd), unix.F_GETFD, 0)
+		fmt.Printf("cloexec=%v\n", fdfl&unix.FD_CLOEXEC != 0)
+		unix.Close(cfd)
+	}
+	nfd, err := unix.Open("d/nocloexec", unix.O_WRONLY|unix.O_CREAT, 0o644)
+	if err == nil {
+		fdfl, _ := unix.FcntlInt(uintptr(nfd), unix.F_GETFD, 0)
+		fmt.Printf("nocloexec=%v\n", fdfl&unix.FD_CLOEXEC == 0)
+		unix.Close(nfd)
+	}
 	return 0
 }
 
@@ -281,6 +313,8 @@ func TestServeInKernel(t *testing.T) {
 		"open-eexist": ok, "open-eexist2": fmt.Sprint(int(unix.EEXIST)), "enoent": fmt.Sprint(int(unix.ENOENT)),
 		"enotdir": fmt.Sprint(int(unix.ENOTDIR)), "eisdir": fmt.Sprint(int(unix.EISDIR)), "openat2": fmt.Sprint(int(unix.ENOSYS)), "o-path-creat": fmt.Sprint(int(unix.ENOENT)), "o-path-creat-existing": ok,
 		"umask-mode": "600", "fifo-write": ok, "fifo-read": ok,
+		"fifo-reader": ok, "fifo-reader-got": `"back"`, "fifo-reader-nonblock": "false", "fifo-writer": ok,
+		"cloexec-open": ok, "cloexec": "true", "nocloexec": "true",
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -107,7 +107,11 @@
 // is not a directory) in a directory the dedicated uid does not own, on
 // the workspace's filesystems, so no
 // directory of the user's ever becomes a repository; the agent's get
-// their HEAD once the guard has handed their .git over. Each init pins,
+// their HEAD once the guard has handed their .git over. Where it does
+// not load, from Linux 5.14 each guarded init enforces the same rule
+// (headrule_linux.go, package gitnotify: a seccomp filter sends the
+// calls that make names to the init, which makes them itself, checked,
+// on the directory it resolved). Each init pins,
 // read-only, the files named HEAD outside any repository (Repo.Stray),
 // so that none is rewritten to complete a repository of the user's.
 //

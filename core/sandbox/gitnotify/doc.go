@@ -40,6 +40,8 @@
 // ended only by a fatal signal (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV).
 // A tty opened with O_CREAT never becomes the task's controlling
 // terminal (O_NOCTTY). bind(2) of a unix socket is not trapped: a socket
-// named HEAD or .git cannot be read, so git never takes it for either.
+// named HEAD or .git cannot be read, so git never takes it for either,
+// and the init never replaces a HEAD that is not a file or a symlink
+// (a rename over a socket named HEAD would make one git can read).
 // If the init's listener is gone, the calls fail with ENOSYS: closed.
 package gitnotify

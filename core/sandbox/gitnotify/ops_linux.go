@@ -321,8 +321,12 @@ func replaceHEAD(odir int, oname string, ndir int, nname string, flags uint) err
 	if flags&unix.RENAME_NOREPLACE != 0 {
 		return unix.EEXIST
 	}
-	if flags != 0 || ost.Mode&unix.S_IFMT == unix.S_IFDIR || nst.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return unix.EPERM // stricter than the kernel rule: git renames files
+	if flags != 0 || ost.Mode&unix.S_IFMT == unix.S_IFDIR || !headLike(nst.Mode) {
+		// Stricter than the kernel rule: git renames a file over a file
+		// (or an old symlink HEAD). And a socket named HEAD, which
+		// bind(2) makes untrapped (git cannot read one), must never
+		// become a HEAD git can read.
+		return unix.EPERM
 	}
 	if ost.Dev == nst.Dev && ost.Ino == nst.Ino {
 		return nil // rename(2) leaves two links of one file alone
@@ -339,12 +343,22 @@ func replaceHEAD(odir int, oname string, ndir int, nname string, flags uint) err
 		return err
 	}
 	var st unix.Stat_t
-	if unix.Fstatat(odir, baseName(oname), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		if err := unix.Unlinkat(odir, baseName(oname), 0); err != nil {
-			return err
-		}
+	if err := unix.Fstatat(odir, baseName(oname), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil // the old HEAD, moved away meanwhile
 	}
-	return nil
+	if !headLike(st.Mode) {
+		// HEAD was replaced by something else (a socket) between the
+		// look and the exchange: put it back.
+		unix.Renameat2(odir, oname, ndir, nname, unix.RENAME_EXCHANGE)
+		return unix.EPERM
+	}
+	return unix.Unlinkat(odir, baseName(oname), 0)
+}
+
+// headLike reports whether mode is a file a HEAD may be replaced from:
+// a regular file or a symlink.
+func headLike(mode uint32) bool {
+	return mode&unix.S_IFMT == unix.S_IFREG || mode&unix.S_IFMT == unix.S_IFLNK
 }
 
 // open is open, openat and creat with O_CREAT; false: set aside.

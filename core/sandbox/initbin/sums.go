@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "f1106d4a75f58025d5891cd93fb4bc4c0138cee12ea467f7f183316cfd2363cc",
-	"arm64": "f8b9087f3e6a4cced3cd1ec47261bffe9d51d949527277d2d0a2246035820d37",
+	"amd64": "4fa0c32388dd2dfcf6f35f18be2bf7109b770f0f9b1234ddf345722e59496549",
+	"arm64": "67406bd1ce0b698f10283d247e016b1bddafb033e9aa14727adda2cc1582e57d",
 }

@@ -123,34 +123,37 @@ func TestHeadRuleProbes(t *testing.T) {
 	got := b.probe("tricks", 2*time.Minute)
 	eperm, eacces := strconv.Itoa(int(unix.EPERM)), strconv.Itoa(int(unix.EACCES))
 	want := map[string]string{
-		"proc-self-fd":            eperm,
-		"proc-thread-self-cwd":    eperm,
-		"dev-fd":                  eperm,
-		"proc-self-root":          eperm,
-		"link-via-proc-cwd":       eperm,
-		"proc-net-dotdot":         eperm,
-		"tmpfile-link":            eperm,
-		"tmpfile-link-ok":         "0",
-		"dotgit-file":             eperm,
-		"dotgit-symlink":          eperm,
-		"dotgit-rename-file":      eperm,
-		"dotgit-dir":              "0",
-		"bind-HEAD":               "0",
-		"rename-over-socket-HEAD": eperm,
-		"HEAD-is-socket":          "true",
-		"proc-init-cwd":           eacces,
-		"proc-init-fd":            eacces,
-		"openat2":                 strconv.Itoa(int(unix.ENOSYS)),
-		"io_uring_setup":          eperm,
-		"ptrace-init":             eperm,
-		"process_vm_writev":       eperm,
-		"proc-init-mem":           eacces,
-		"after-signals-plain":     "0",
-		"after-signals-HEAD":      eperm,
-		"nondumpable-create":      "0",
-		"nondumpable-mkdir":       "0",
-		"nondumpable-HEAD":        eperm,
-		"nondumpable-relative":    "0",
+		"proc-self-fd":                   eperm,
+		"proc-thread-self-cwd":           eperm,
+		"dev-fd":                         eperm,
+		"proc-self-root":                 eperm,
+		"link-via-proc-cwd":              eperm,
+		"proc-net-dotdot":                eperm,
+		"tmpfile-link":                   eperm,
+		"tmpfile-link-ok":                "0",
+		"dotgit-file":                    eperm,
+		"dotgit-symlink":                 eperm,
+		"dotgit-rename-file":             eperm,
+		"dotgit-dir":                     "0",
+		"bind-HEAD":                      "0",
+		"rename-over-socket-HEAD":        eperm,
+		"HEAD-is-socket":                 "true",
+		"exchange-with-socket-HEAD":      eperm,
+		"exchange-with-socket-HEAD-back": eperm,
+		"HEAD-is-socket-after-exchange":  "true",
+		"proc-init-cwd":                  eacces,
+		"proc-init-fd":                   eacces,
+		"openat2":                        strconv.Itoa(int(unix.ENOSYS)),
+		"io_uring_setup":                 eperm,
+		"ptrace-init":                    eperm,
+		"process_vm_writev":              eperm,
+		"proc-init-mem":                  eacces,
+		"after-signals-plain":            "0",
+		"after-signals-HEAD":             eperm,
+		"nondumpable-create":             "0",
+		"nondumpable-mkdir":              "0",
+		"nondumpable-HEAD":               eperm,
+		"nondumpable-relative":           "0",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -399,15 +402,22 @@ func probeTricks() {
 	report("dotgit-rename-file", unix.Rename("g1/f", "g1/.git"))
 	report("dotgit-dir", unix.Mkdir("g1/.git", 0o755))
 	// bind(2) makes a socket named HEAD (not trapped: git cannot read
-	// it), which must not then be replaced by a file that it can.
+	// it), which must not then be replaced by a file that it can. In d,
+	// which the watch does not hand over as it would half (a HEAD,
+	// objects and refs: a bare repository).
 	sfd, _ := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	report("bind-HEAD", unix.Bind(sfd, &unix.SockaddrUnix{Name: "half/HEAD"}))
+	report("bind-HEAD", unix.Bind(sfd, &unix.SockaddrUnix{Name: "d/HEAD"}))
 	os.WriteFile("headfile", []byte("ref: refs/heads/main\n"), 0o644)
-	report("rename-over-socket-HEAD", unix.Rename("headfile", "half/HEAD"))
+	report("rename-over-socket-HEAD", unix.Rename("headfile", "d/HEAD"))
 	var hst unix.Stat_t
-	unix.Lstat("half/HEAD", &hst)
+	unix.Lstat("d/HEAD", &hst)
 	fmt.Printf("HEAD-is-socket=%v\n", hst.Mode&unix.S_IFMT == unix.S_IFSOCK)
-	unix.Unlink("half/HEAD")
+	os.WriteFile("headfile", []byte("ref: refs/heads/main\n"), 0o644)
+	report("exchange-with-socket-HEAD", unix.Renameat2(unix.AT_FDCWD, "headfile", unix.AT_FDCWD, "d/HEAD", unix.RENAME_EXCHANGE))
+	report("exchange-with-socket-HEAD-back", unix.Renameat2(unix.AT_FDCWD, "d/HEAD", unix.AT_FDCWD, "headfile", unix.RENAME_EXCHANGE))
+	unix.Lstat("d/HEAD", &hst)
+	fmt.Printf("HEAD-is-socket-after-exchange=%v\n", hst.Mode&unix.S_IFMT == unix.S_IFSOCK)
+	unix.Unlink("d/HEAD")
 	report("proc-init-cwd", create("/proc/1/cwd/tmp/x"))
 	report("proc-init-fd", create("/proc/1/fd/0/x"))
 	report("openat2", func() error {

@@ -298,9 +298,53 @@ func (s *Server) renameChecked(odir int, oname string, ndir int, nname string, f
 			return replaceHEAD(odir, oname, ndir, nname, flags)
 		}
 	}
+	// An exchange makes no new name, but may swap a file into the place
+	// of a HEAD: only of one that is a file or symlink already (headLike:
+	// not a socket bind(2) made), checked again after, and undone.
+	type side struct {
+		dir   int
+		name  string
+		other func() (int, string) // where what was there is after
+	}
+	var heads []side
+	if exchange {
+		for _, sd := range []side{
+			{ndir, nb, func() (int, string) { return odir, ob }},
+			{odir, ob, func() (int, string) { return ndir, nb }},
+		} {
+			if sd.name != "HEAD" {
+				continue
+			}
+			g, err := s.guarded(sd.dir)
+			if err != nil {
+				return err
+			}
+			if !g {
+				continue
+			}
+			var st unix.Stat_t
+			if err := unix.Fstatat(sd.dir, sd.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return err
+			}
+			if !headLike(st.Mode) {
+				return unix.EPERM
+			}
+			heads = append(heads, sd)
+		}
+	}
 	err := unix.Renameat2(odir, oname, ndir, nname, flags)
 	if err == unix.ENOTDIR && dirOnly {
 		return unix.EPERM // a .git that is not a directory, refused
+	}
+	if err == nil {
+		for _, sd := range heads {
+			d, n := sd.other()
+			var st unix.Stat_t
+			if unix.Fstatat(d, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && !headLike(st.Mode) {
+				unix.Renameat2(odir, oname, ndir, nname, flags) // swapped back
+				return unix.EPERM
+			}
+		}
 	}
 	return err
 }

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "4fa0c32388dd2dfcf6f35f18be2bf7109b770f0f9b1234ddf345722e59496549",
-	"arm64": "67406bd1ce0b698f10283d247e016b1bddafb033e9aa14727adda2cc1582e57d",
+	"amd64": "1c63b27803b6e4e2859d79aa867d51bd5cf01066970ca6aa7a520cd8e3ef507a",
+	"arm64": "122905b6f80743fe47a41955f89b3bca478d5994175c72e730ea7af846a95b81",
 }

@@ -518,3 +518,22 @@ print(tryit(lambda: open("/workspace/half/HEAD", "w").close()), tryit(lambda: os
 		t.Error("half/HEAD exists")
 	}
 }
+
+// TestHeadRuleInitSignals: the agent cannot end the init that serves
+// the rule (nor see its stacks) with the signals the Go runtime takes
+// as a crash, sent to it or to any of its threads from inside: the
+// kernel delivers those it has a handler for, and the runtime has one
+// for each.
+func TestHeadRuleInitSignals(t *testing.T) {
+	b, ws := probeBox(t)
+	code, out := b.run(`for s in ILL TRAP ABRT BUS FPE SEGV STKFLT SYS; do kill -$s 1; for t in /proc/1/task/*; do kill -$s ${t##*/} 2>/dev/null; done; done; sleep 0.3; : > /workspace/d/after-signals && echo alive`)
+	if code != 0 || !strings.Contains(out, "alive") || strings.Contains(out, "goroutine") {
+		t.Fatalf("after the signals: %d %q", code, out)
+	}
+	if code, out := b.run("echo x > /workspace/half/HEAD"); code == 0 || !strings.Contains(out, "not permitted") {
+		t.Errorf("HEAD after the signals: %d %q", code, out)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "d", "after-signals")); err != nil {
+		t.Error(err)
+	}
+}

@@ -108,6 +108,18 @@ func runInit() int {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	// The kernel lets the sandbox's tasks signal their pid 1 with any
+	// signal it has a handler for, and the Go runtime has one for each:
+	// these it takes, sent by kill, as a crash (a dump of every stack on
+	// the shell's terminal, then the sandbox's end, and the HEAD rule's
+	// workers with it). Taken here, they are dropped; a real fault of the
+	// init's own still crashes it.
+	crash := make(chan os.Signal, 1)
+	signal.Notify(crash, unix.SIGILL, unix.SIGTRAP, unix.SIGABRT, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGSTKFLT, unix.SIGSYS)
+	go func() {
+		for range crash {
+		}
+	}()
 	pid, err := startShell(&cfg)
 	if err != nil {
 		return fail(err)

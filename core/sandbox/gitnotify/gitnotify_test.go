@@ -91,7 +91,7 @@ func TestProgramDecisions(t *testing.T) {
 		cases = append(cases, tc{fmt.Sprintf("trapped %d", nr), nativeArch, nr, nil, retNotify})
 	}
 	if x32Bit != 0 {
-		cases = append(cases, tc{"x32 mkdir", nativeArch, x32Bit | unix.SYS_MKDIR, nil, retEPERM})
+		cases = append(cases, tc{"x32 mkdir", nativeArch, x32Bit | unix.SYS_MKDIRAT, nil, retEPERM})
 	}
 	for _, c := range cases {
 		if got := run(t, prog, c.arch, c.nr, c.args...); got != c.want {

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "1c63b27803b6e4e2859d79aa867d51bd5cf01066970ca6aa7a520cd8e3ef507a",
-	"arm64": "122905b6f80743fe47a41955f89b3bca478d5994175c72e730ea7af846a95b81",
+	"amd64": "2b30918b26db22a51813defad7dbec2278aacc624f8fbae738afa01b7145341a",
+	"arm64": "800e4ff5d8eaa98ef9e77eca0f058ba8a35d1b5659c59d841ddac8784fc3f09d",
 }

@@ -42,7 +42,10 @@
 // effective, permitted and inheritable sets, sets no_new_privs, loads the
 // seccomp filter (package seccomp) on every thread, and forks bash as its
 // only child, applying the rlimits to it. It reaps orphans, passes SIGTERM, SIGHUP, SIGINT, SIGQUIT
-// and SIGUSR1/2 on to bash, and exits with bash's status; its death ends the
+// and SIGUSR1/2 on to bash, drops the signals the Go runtime would take,
+// sent by kill, as a crash (SIGSEGV, SIGABRT, ...: the kernel lets the
+// sandbox send its pid 1 any signal it has a handler for), and exits
+// with bash's status; its death ends the
 // pid namespace and every process in it. A setup failure comes back from
 // Started (so from terminal.New) as an *InitError naming the step and the
 // path, never as a hang.

@@ -42,7 +42,10 @@
 // effective, permitted and inheritable sets, sets no_new_privs, loads the
 // seccomp filter (package seccomp) on every thread, and forks bash as its
 // only child, applying the rlimits to it. It reaps orphans, passes SIGTERM, SIGHUP, SIGINT, SIGQUIT
-// and SIGUSR1/2 on to bash, and exits with bash's status; its death ends the
+// and SIGUSR1/2 on to bash, drops the signals the Go runtime would take,
+// sent by kill, as a crash (SIGSEGV, SIGABRT, ...: the kernel lets the
+// sandbox send its pid 1 any signal it has a handler for), and exits
+// with bash's status; its death ends the
 // pid namespace and every process in it. A setup failure comes back from
 // Started (so from terminal.New) as an *InitError naming the step and the
 // path, never as a hang.
@@ -107,7 +110,11 @@
 // is not a directory) in a directory the dedicated uid does not own, on
 // the workspace's filesystems, so no
 // directory of the user's ever becomes a repository; the agent's get
-// their HEAD once the guard has handed their .git over. Each init pins,
+// their HEAD once the guard has handed their .git over. Where it does
+// not load, from Linux 5.14 each guarded init enforces the same rule
+// (headrule_linux.go, package gitnotify: a seccomp filter sends the
+// calls that make names to the init, which makes them itself, checked,
+// on the directory it resolved). Each init pins,
 // read-only, the files named HEAD outside any repository (Repo.Stray),
 // so that none is rewritten to complete a repository of the user's.
 //

@@ -55,6 +55,11 @@ func serveFiles(sock *os.File) {
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return // without the drop, serve nothing: the daemon sees EOF
 	}
+	// The files it makes for the agent go through the git guard's HEAD
+	// rule as the agent's own do, where the init enforces it.
+	if err := installHeadRule(); err != nil {
+		return
+	}
 	// Read with recvmsg: a spawn request (spawn_linux.go) brings
 	// descriptors with its frame.
 	fr := initReader(int(sock.Fd()))

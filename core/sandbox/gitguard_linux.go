@@ -43,18 +43,21 @@ import (
 // An owner sticks to the inode: renaming the repository, or the
 // directories above it, keeps it quarantined, and a copy or a new one
 // is a new creation, seen again. What the agent cannot do is give it
-// back: it has no capability and the dedicated uid is not mapped in its
-// namespace.
+// back: it has no capability, and the dedicated uid is not mapped in its
+// namespace (or, where the init enforces the HEAD rule, mapped only for
+// the init to tell it: headrule_linux.go).
 //
 // The window: between the agent's mkdir or rename of a .git and the
 // guard's chown (a read of the event, a handle opened, a chown: well
 // under a millisecond on an idle host; longer under load, and an agent
 // can add load), the user's git would trust it. Each shell start sweeps
 // what its init found, and Destroy sweeps the workspace, for anything
-// the watch missed. Where the kernel has BPF LSM, the kernel rule
-// (kernelRule, package gitlsm) closes the window: the agent gets no
+// the watch missed. The HEAD rule closes the window: the agent gets no
 // HEAD in a directory the dedicated uid does not own, so what the watch
-// has not handed over yet is no repository at all.
+// has not handed over yet is no repository at all. The kernel enforces
+// it where it has BPF LSM (kernelRule, package gitlsm); elsewhere, from
+// Linux 5.14, the sandbox's init does (seccomp user notification:
+// headrule_linux.go, package gitnotify).
 
 // quarantineNames are the entry names whose creation may make a
 // repository: .git itself, and what makes a directory a bare one.
@@ -102,10 +105,17 @@ type gitGuard struct {
 	stopOnce  sync.Once
 
 	// rule is the kernel's part of the guard (see kernelRule), where the
-	// daemon has it; inits are the inits it guards (guardInit).
-	rule  kernelRule
-	inits []guardedInit
+	// daemon has it; inits are the inits it guards (guardInit). Where it
+	// has not, notify has each init enforce the same rule itself
+	// (headrule_linux.go).
+	rule   kernelRule
+	inits  []guardedInit
+	notify bool
 }
+
+// headRule reports whether new HEADs are refused in the user's
+// directories: by the kernel, or by the init.
+func (g *gitGuard) headRule() bool { return g.rule != nil || g.notify }
 
 // guardedInit is an init the kernel rule guards: its user namespace, on
 // the filesystems devs, until it exits (pidfd, the guard's own).
@@ -407,7 +417,7 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 			"path", where, "err", err)
 		return
 	}
-	if g.rule != nil && name != "" && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	if g.headRule() && name != "" && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		g.makeHeadDirs(fd, where)
 	}
 	g.handed++
@@ -629,9 +639,25 @@ type kernelRule interface {
 // only: the sandbox's init does not carry it); nil in the init.
 var loadKernelRule func() (kernelRule, error)
 
-// noKernelRule leaves the kernel rule out of new guards: tests of the
-// watch alone set it.
+// noKernelRule leaves the HEAD rule, the kernel's and the init's, out
+// of new guards: tests of the watch alone set it.
 var noKernelRule bool
+
+// preferInitRule has new guards use the init's HEAD rule even where the
+// kernel's loads: tests of the init's set it.
+var preferInitRule bool
+
+var (
+	initRuleOnce sync.Once
+	initRuleErr  error // why the init cannot enforce the HEAD rule
+)
+
+// sharedInitRule reports whether inits can enforce the HEAD rule here
+// (headRuleAvailable), checked once.
+func sharedInitRule() bool {
+	initRuleOnce.Do(func() { initRuleErr = headRuleAvailable() })
+	return initRuleErr == nil
+}
 
 var (
 	kernelRuleOnce sync.Once
@@ -651,8 +677,13 @@ func sharedKernelRule(log *slog.Logger) kernelRule {
 		r, err := loadKernelRule()
 		if err != nil {
 			kernelRuleErr = err
-			log.Warn("sandbox git guard: the kernel cannot refuse a sandbox a new HEAD (BPF LSM); in a directory a user named, a repository the agent makes is that user's until the watch hands it over, and their git trusts it meanwhile",
-				"err", err)
+			if sharedInitRule() {
+				log.Info("sandbox git guard: the kernel cannot refuse a sandbox a new HEAD (BPF LSM); each guarded sandbox's init refuses it instead (seccomp user notification), at some tens of microseconds per entry the agent makes: no repository the agent makes is ever the user's",
+					"lsm_err", err)
+				return
+			}
+			log.Warn("sandbox git guard: neither the kernel (BPF LSM) nor the sandbox's init (seccomp user notification) can refuse a sandbox a new HEAD; in a directory a user named, a repository the agent makes is that user's until the watch hands it over, and their git trusts it meanwhile",
+				"lsm_err", err, "notify_err", initRuleErr)
 			return
 		}
 		theKernelRule = r
@@ -792,8 +823,13 @@ func (s *nativeSandbox) startGuard(ctx context.Context, fresh bool) {
 	g, err := newGitGuard(s.spec.Workspace, s.uid, s.gid, dedicated, s.d.opts.Logger)
 	if g != nil {
 		g.record = filepath.Join(s.dir, guardRecordName)
-		if rule := sharedKernelRule(s.d.opts.Logger); rule != nil && !noKernelRule {
+		rule := sharedKernelRule(s.d.opts.Logger)
+		switch {
+		case noKernelRule:
+		case rule != nil && !preferInitRule:
 			g.rule = rule
+		case sharedInitRule():
+			g.notify = true
 		}
 	}
 	if err != nil {

@@ -93,9 +93,10 @@ func watchAlone(t *testing.T) {
 	t.Cleanup(func() { noKernelRule = false })
 }
 
-// kernelRuled reports whether the guards made now have the kernel rule.
+// kernelRuled reports whether the guards made now have the HEAD rule
+// (the kernel's or the init's).
 func kernelRuled() bool {
-	return !noKernelRule && sharedKernelRule(slog.Default()) != nil
+	return !noKernelRule && (sharedKernelRule(slog.Default()) != nil || sharedInitRule())
 }
 
 // TestGitUserDirMidSession: in a directory its user named, the sandbox

@@ -82,7 +82,12 @@ func runInit() int {
 		closeFDs(fr.take())
 		return initFailed // the daemon gave up on us
 	}
-	if err := joinCgroups(fr.take(), m.Cgroups); err != nil {
+	cgroups := fr.take()
+	if err := startHeadRule(&cfg, cgroups, m.Cgroups); err != nil {
+		closeFDs(cgroups)
+		return fail(err)
+	}
+	if err := joinCgroups(cgroups, m.Cgroups); err != nil {
 		return fail(err)
 	}
 	// The init's cgroups are final now (v1 joined just now, v2 by the
@@ -96,8 +101,25 @@ func runInit() int {
 	if err := lockdown(); err != nil {
 		return fail(err)
 	}
+	// The main thread alone, which forks the shell: the init's other
+	// threads serve the rule.
+	if err := installHeadRule(); err != nil {
+		return fail(err)
+	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
+	// The kernel lets the sandbox's tasks signal their pid 1 with any
+	// signal it has a handler for, and the Go runtime has one for each:
+	// these it takes, sent by kill, as a crash (a dump of every stack on
+	// the shell's terminal, then the sandbox's end, and the HEAD rule's
+	// workers with it). Taken here, they are dropped; a real fault of the
+	// init's own still crashes it.
+	crash := make(chan os.Signal, 1)
+	signal.Notify(crash, unix.SIGILL, unix.SIGTRAP, unix.SIGABRT, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGSTKFLT, unix.SIGSYS)
+	go func() {
+		for range crash {
+		}
+	}()
 	pid, err := startShell(&cfg)
 	if err != nil {
 		return fail(err)

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(rootlessEnv) != "" {
 		os.Exit(rootlessChild())
 	}
+	if os.Getenv(probeEnv) != "" {
+		os.Exit(headRuleProbe())
+	}
 	os.Exit(m.Run())
 }
 

@@ -195,7 +195,17 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		s.group = g
 	}
 	s.cfg = s.initConfig(hidden, sys)
-	s.cfg.PinStray = s.guard != nil && s.guard.rule != nil
+	s.cfg.PinStray = s.guard != nil && s.guard.headRule()
+	if s.guard != nil && s.guard.notify {
+		devs, err := workspaceDevs(ws)
+		if err != nil {
+			s.stopGuard(ctx)
+			s.releaseDisk()
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("sandbox %s: git guard: %w", spec.ID, err)
+		}
+		s.cfg.HeadRule = &headRuleConfig{Devs: devs}
+	}
 	s.enforced = s.enforcement()
 	d.opts.Logger.DebugContext(ctx, "sandbox created", "sandbox", spec.ID, "workspace", ws, "network", spec.Network, "limits", s.enforced)
 	return s, nil
@@ -839,6 +849,12 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 	// change them no further.
 	rootless := os.Geteuid() != 0
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.uid, Size: 1}}
+	if cfg.HeadRule != nil {
+		// The init tells the dedicated uid's directories by their owner
+		// (headrule_linux.go).
+		dedicated, _ := s.d.hostIDs(nil)
+		a.UidMappings = append(a.UidMappings, syscall.SysProcIDMap{ContainerID: headRuleOwner, HostID: dedicated, Size: 1})
+	}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: s.gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = !rootless
 	a.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}, NoSetGroups: rootless}
@@ -858,7 +874,7 @@ func (s *nativeSandbox) shellEnv(env []string) []string {
 	over := []string{"PATH=" + standardPath, "HOME=" + s.spec.Workdir, "HOSTNAME=" + s.spec.Hostname}
 	if s.guard != nil {
 		over = append(over, "GIT_CONFIG_SYSTEM="+filepath.Join(s.ctl, guardGitConfigName))
-		if s.guard.rule != nil {
+		if s.guard.headRule() {
 			over = append(over, kernelRuleGitEnv...)
 		}
 	}

@@ -50,9 +50,12 @@ type initConfig struct {
 	// maxGitScan (tests set less).
 	GitScan int
 	// PinStray has the init pin the stray HEADs it finds (Repo.Stray):
-	// set where the git guard's kernel rule is, in a directory the user
-	// named.
+	// set where the git guard's HEAD rule is (the kernel's or the
+	// init's), in a directory the user named.
 	PinStray bool `json:",omitempty"`
+	// HeadRule has the init enforce the git guard's HEAD rule
+	// (headrule_linux.go): set where the guard has no kernel rule.
+	HeadRule *headRuleConfig `json:",omitempty"`
 
 	note  string // the init's, for the daemon's log (initMsg.Note)
 	found []Repo // the repositories this init found (initMsg.Repos)
@@ -102,4 +105,13 @@ type initMsg struct {
 
 	Pid int        `json:",omitempty"`
 	Err *InitError `json:",omitempty"`
+}
+
+// headRuleConfig is the init's part of initConfig for the HEAD rule.
+type headRuleConfig struct {
+	// Devs are the device numbers of the workspace's filesystems (the
+	// daemon's workspaceDevs); the init adds the mounts of the workspace
+	// and below it, by id (a btrfs subvolume's stat differs from its
+	// filesystem's).
+	Devs []uint64
 }

@@ -193,6 +193,9 @@ func spawnLocked(sp *spawnRequest, tty, ctl int, cgroups []int) (int, int, error
 	if err := dropThread(); err != nil {
 		return 0, -1, err
 	}
+	if err := installHeadRule(); err != nil {
+		return 0, -1, err
+	}
 	path := sp.Path
 	if !strings.Contains(path, "/") {
 		path = lookPath(path, sp.Env)

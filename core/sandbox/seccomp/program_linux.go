@@ -150,7 +150,7 @@ func modeCheck(c modeCall) []unix.SockFilter {
 //	arch != native                  -> EPERM
 //	nr (x32 bit set)                -> EPERM            (amd64 only)
 //	nr in denied                    -> EPERM
-//	nr == clone3, openat2           -> ENOSYS
+//	nr == clone3                    -> ENOSYS
 //	nr == clone && flags&ns         -> EPERM
 //	socket, socketpair: family not
 //	  in SocketFamilies             -> EAFNOSUPPORT
@@ -162,9 +162,8 @@ func modeCheck(c modeCall) []unix.SockFilter {
 //	  SetIDBits                     -> EPERM
 //	otherwise                       -> ALLOW
 //
-// openat2 gets ENOSYS, the answer of a kernel without it, on which
-// every caller falls back to openat: its flags and mode are behind a
-// pointer the filter cannot read.
+// openat2's mode is behind a pointer the filter cannot read: the agent's
+// own processes get AgentProgram too.
 func Program() ([]unix.SockFilter, error) {
 	if nativeArch == 0 {
 		return nil, ErrUnsupportedArch
@@ -183,7 +182,6 @@ func Program() ([]unix.SockFilter, error) {
 	}
 	p = append(p,
 		jump(jeq, sysClone3, 0, 1), stmt(ret, retNoSys),
-		jump(jeq, unix.SYS_OPENAT2, 0, 1), stmt(ret, retNoSys),
 		jump(jeq, sysClone, 0, 4),
 		stmt(ld, offArg0),
 		jump(jset, nsFlags, 0, 1),
@@ -198,4 +196,31 @@ func Program() ([]unix.SockFilter, error) {
 		p = append(p, modeCheck(c)...)
 	}
 	return append(p, stmt(ret, retAllow)), nil
+}
+
+// AgentProgram is the filter the agent's processes get on top of
+// Program, installed by the thread that starts them (InstallAgent), not
+// by the init's own threads, which use openat2 (RESOLVE_BENEATH) for the
+// file service and the HEAD rule:
+//
+//	arch != native  -> EPERM
+//	nr == openat2   -> ENOSYS
+//	otherwise       -> ALLOW
+//
+// openat2's flags and mode are behind a pointer the filter cannot read,
+// so SetIDBits could pass through it; ENOSYS is the answer of a kernel
+// without it, on which every caller falls back to openat.
+func AgentProgram() ([]unix.SockFilter, error) {
+	if nativeArch == 0 {
+		return nil, ErrUnsupportedArch
+	}
+	return []unix.SockFilter{
+		stmt(ld, offArch),
+		jump(jeq, nativeArch, 1, 0),
+		stmt(ret, retEPERM),
+		stmt(ld, offNr),
+		jump(jeq, unix.SYS_OPENAT2, 0, 1),
+		stmt(ret, retNoSys),
+		stmt(ret, retAllow),
+	}, nil
 }

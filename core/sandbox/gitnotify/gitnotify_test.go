@@ -3,7 +3,6 @@
 package gitnotify
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,44 +13,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessd/harnessd/core/sandbox/seccomp"
 	"golang.org/x/sys/unix"
 )
 
-// run interprets a classic BPF seccomp program over one seccomp_data.
+// run is Eval, failing the test on a malformed program.
 func run(t *testing.T, prog []unix.SockFilter, arch, nr uint32, args ...uint64) uint32 {
 	t.Helper()
-	data := make([]byte, 64)
-	binary.LittleEndian.PutUint32(data[0:], nr)
-	binary.LittleEndian.PutUint32(data[4:], arch)
-	for i, a := range args {
-		binary.LittleEndian.PutUint64(data[16+8*i:], a)
+	action, err := seccomp.Eval(prog, arch, nr, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var acc uint32
-	for pc := 0; pc < len(prog); pc++ {
-		in := prog[pc]
-		pick := func(c bool) int {
-			if c {
-				return int(in.Jt)
-			}
-			return int(in.Jf)
-		}
-		switch in.Code {
-		case ld:
-			acc = binary.LittleEndian.Uint32(data[in.K:])
-		case jeq:
-			pc += pick(acc == in.K)
-		case jge:
-			pc += pick(acc >= in.K)
-		case jset:
-			pc += pick(acc&in.K != 0)
-		case ret:
-			return in.K
-		default:
-			t.Fatalf("pc %d: unknown instruction %#x", pc, in.Code)
-		}
-	}
-	t.Fatal("program fell off its end")
-	return 0
+	return action
 }
 
 func TestProgramDecisions(t *testing.T) {

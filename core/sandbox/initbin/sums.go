@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "3d0e78721556d798bb3b79bac21a3e42d03068f45d68cf82fb98004021e27c0d",
-	"arm64": "04c00e3a0e001700c921620e8e9f3fcc0fc33cbb0daf870428e0c92d015748a2",
+	"amd64": "9bc7e90aa7a075bf6c3f291d4d1371ee8aed8f806b86320a387ac86cf1a96bd0",
+	"arm64": "0a9ff9cb72470c8a375ac99d7ab0b4ec759fe186bde49d7a6e8d70ef6279fcb7",
 }

@@ -3,7 +3,6 @@
 package seccomp
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,43 +14,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// run interprets a classic BPF seccomp program over one seccomp_data, the
-// way the kernel does, so the decisions can be checked call by call.
+// run is Eval, failing the test on a malformed program.
 func run(t *testing.T, prog []unix.SockFilter, arch, nr uint32, args ...uint64) uint32 {
 	t.Helper()
-	data := make([]byte, 64)
-	binary.LittleEndian.PutUint32(data[0:], nr)
-	binary.LittleEndian.PutUint32(data[4:], arch)
-	for i, a := range args {
-		binary.LittleEndian.PutUint64(data[16+8*i:], a)
+	action, err := Eval(prog, arch, nr, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var acc uint32
-	for pc := 0; pc < len(prog); pc++ {
-		in := prog[pc]
-		switch in.Code {
-		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
-			acc = binary.LittleEndian.Uint32(data[in.K:])
-		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K:
-			pc += int(pick(acc == in.K, in.Jt, in.Jf))
-		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
-			pc += int(pick(acc >= in.K, in.Jt, in.Jf))
-		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
-			pc += int(pick(acc&in.K != 0, in.Jt, in.Jf))
-		case unix.BPF_RET | unix.BPF_K:
-			return in.K
-		default:
-			t.Fatalf("pc %d: unknown instruction %#x", pc, in.Code)
-		}
-	}
-	t.Fatalf("program fell off its end")
-	return 0
-}
-
-func pick(c bool, a, b uint8) uint8 {
-	if c {
-		return a
-	}
-	return b
+	return action
 }
 
 func TestProgramDecisions(t *testing.T) {

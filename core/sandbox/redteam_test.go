@@ -358,3 +358,26 @@ func TestGitLeftLinkBlocksStart(t *testing.T) {
 	}
 	term.Close()
 }
+
+// TestGitConfigIncludeLoop: configs that include each other, and one
+// file many times, are read once each: an agent's repository could
+// otherwise make the next shell start walk 64^10 includes.
+func TestGitConfigIncludeLoop(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	loop := "[include]\n" + strings.Repeat("\tpath = a.gitconfig\n\tpath = b.gitconfig\n", 32)
+	for _, f := range []string{".git/config", ".git/a.gitconfig", ".git/b.gitconfig"} {
+		old, _ := os.ReadFile(filepath.Join(ws, f))
+		if err := os.WriteFile(filepath.Join(ws, f), append(old, loop...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws})
+	if code, out := b.run("echo x >> .git/a.gitconfig"); code == 0 {
+		t.Errorf("an included config is writable inside: %s", out)
+	}
+}

@@ -553,38 +553,54 @@ func protectRepo(src, ws int, r Repo, wsHost string, pinned map[string]bool, str
 	if err := protectMissing(src, ws, r.Path+"/objects/info/alternates", false, pinned); err != nil {
 		return err
 	}
-	return protectConfigRefs(src, ws, r.Path+"/config", repoWorktree(r.Path), wsHost, pinned, 0)
+	refs := configWalk{seen: map[string]bool{}, budget: maxConfigPins}
+	return refs.protect(src, ws, r.Path+"/config", repoWorktree(r.Path), wsHost, pinned, 0)
+}
+
+// maxConfigPins bounds what one repository's configs get pinned (an
+// agent's repository could name the same files over and over).
+const maxConfigPins = 256
+
+// configWalk is one repository's walk of its config and includes: the
+// files read and the pins left.
+type configWalk struct {
+	seen   map[string]bool
+	budget int
 }
 
 // maxIncludeDepth bounds how deep the init follows includes (git's own
 // limit is 10).
 const maxIncludeDepth = 10
 
-// protectConfigRefs pins what the config at conf (a pinned file, relative
+// protect pins what the config at conf (a pinned file, relative
 // to the workspace, src) names in the workspace: included files, each
 // read for its own includes in turn, and the hooks directory (see
 // configPaths), so that the agent can write neither. A missing one is
 // pinned where its path first leaves what exists: an empty file or
 // directory the agent cannot fill. A symlink on the way fails the start,
 // as for the control files.
-func protectConfigRefs(src, ws int, conf, worktree, wsHost string, pinned map[string]bool, depth int) error {
-	if depth > maxIncludeDepth {
+func (w *configWalk) protect(src, ws int, conf, worktree, wsHost string, pinned map[string]bool, depth int) error {
+	if depth > maxIncludeDepth || w.seen[conf] {
 		return nil
 	}
+	w.seen[conf] = true
 	text, err := readBeneath(src, conf, 1<<20)
 	if err != nil {
 		return nil // none, or not a file: git reads nothing there either
 	}
 	for _, ref := range configPaths(text) {
 		rel, ok := configTarget(ref, path.Dir(conf), worktree, wsHost)
-		if !ok || rel == "." {
-			continue // outside the workspace, or the whole of it
+		if !ok || rel == "." || pinned[rel] {
+			continue // outside the workspace, the whole of it, or done
+		}
+		if w.budget--; w.budget < 0 {
+			return nil
 		}
 		if err := protectMissing(src, ws, rel, ref.Hooks, pinned); err != nil {
 			return err
 		}
 		if !ref.Hooks {
-			if err := protectConfigRefs(src, ws, rel, worktree, wsHost, pinned, depth+1); err != nil {
+			if err := w.protect(src, ws, rel, worktree, wsHost, pinned, depth+1); err != nil {
 				return err
 			}
 		}

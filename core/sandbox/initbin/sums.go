@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "9bc7e90aa7a075bf6c3f291d4d1371ee8aed8f806b86320a387ac86cf1a96bd0",
-	"arm64": "0a9ff9cb72470c8a375ac99d7ab0b4ec759fe186bde49d7a6e8d70ef6279fcb7",
+	"amd64": "83e0fb83f055d6dd58bf6dde4ab16ce77981d8504f7bec2b47a82dbc391f57e0",
+	"arm64": "3d04d5a037a9a1039ddf0e21156f81081ba15b34282def3024a45ef64eb73755",
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -67,7 +68,7 @@ func startHeadRule(cfg *initConfig, cgroups []int, names []string) error {
 		}
 		return nil
 	}
-	s, err := gitnotify.Start(gitnotify.Rule{Owner: headRuleOwner, Devs: cfg.HeadRule.Devs, Mounts: mounts}, join)
+	s, err := gitnotify.Start(gitnotify.Rule{Owner: headRuleOwner, Devs: cfg.HeadRule.Devs, Mounts: mounts, GitMounts: gitMounts(cfg)}, join)
 	if err != nil {
 		return initErr("git guard: start the HEAD rule", "", err)
 	}
@@ -133,4 +134,26 @@ func headRuleAvailable() error {
 		return fmt.Errorf("kernel %s: seccomp user notification's ADDFD_FLAG_SEND needs Linux 5.14", rel)
 	}
 	return nil
+}
+
+// gitMounts are the mounts at and below the git directories of the
+// repositories the init pinned (Rule.GitMounts): those it found, and
+// those an earlier init found, that are the user's (uid 0 inside; those
+// the guard handed over are no repository the user's git trusts).
+func gitMounts(cfg *initConfig) []uint64 {
+	var ids []uint64
+	for _, r := range append(append([]Repo(nil), cfg.Repos...), cfg.found...) {
+		if r.File || r.Stray || r.Half {
+			continue
+		}
+		dir := filepath.Join(cfg.Workdir, r.Path)
+		var st unix.Stat_t
+		if err := unix.Lstat(dir, &st); err != nil || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if m, err := mountsBelow(dir); err == nil {
+			ids = append(ids, m...)
+		}
+	}
+	return ids
 }

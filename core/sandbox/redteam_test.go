@@ -97,18 +97,25 @@ func TestSetuidForOthers(t *testing.T) {
 	}
 }
 
-// TestGitWritesThroughLinks_RedTeam: in a directory of the user's, the
-// agent replaces files git writes in a pinned repository's .git
-// (COMMIT_EDITMSG, the reflog logs/HEAD) with symlinks to any file of the
-// user's outside the workspace; the user's git on the host follows them
-// and writes there: `git commit --amend --no-edit` overwrites the target
-// with the agent's commit message, `git checkout main` appends a line
-// naming the agent's branch. With the target ~/.bashrc (or
-// ~/.ssh/authorized_keys) that is the agent's code run, or its key
-// trusted, as the user.
-func TestGitWritesThroughLinks_RedTeam(t *testing.T) {
-	redTeam(t, "symlinks in a pinned .git make the user's git overwrite or append to any file of theirs")
+// TestGitWritesThroughLinks: in a directory of the user's, the agent
+// replaced files git writes in a pinned repository's .git
+// (COMMIT_EDITMSG, the reflog logs/HEAD, a ref) with symlinks to any file
+// of the user's outside the workspace; the user's git on the host
+// followed them and wrote there (`git commit --amend --no-edit`
+// overwrote the target with the agent's commit message, `git checkout
+// main` appended a line naming the agent's branch): with ~/.bashrc or
+// ~/.ssh/authorized_keys, the agent's code run, or its key trusted, as
+// the user (red team, issue 16). The init's rule now makes no symlink in
+// the user's pinned git directories, and a rename or link from outside
+// is another mount's. The kernel's rule (BPF LSM) does not cover this:
+// the test runs the init's.
+func TestGitWritesThroughLinks(t *testing.T) {
 	requireRoot(t)
+	preferInitRule = true
+	t.Cleanup(func() { preferInitRule = false })
+	if !sharedInitRule() {
+		t.Skipf("the init cannot enforce its rule here: %v", initRuleErr)
+	}
 	d := newDriver(t, NativeOptions{})
 	const user = 4343
 	ws := t.TempDir()
@@ -138,8 +145,22 @@ func TestGitWritesThroughLinks_RedTeam(t *testing.T) {
 	}
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
 	b.must("git config --global user.name agent && git config --global user.email a@example.com")
-	b.must(`echo 2 >> f && git commit -qam 'touch /tmp/agent-was-here' && git checkout -q -b 'x$(id)' &&
-ln -sfn ` + victims[0] + ` .git/COMMIT_EDITMSG && rm -f .git/logs/HEAD && ln -s ` + victims[1] + ` .git/logs/HEAD`)
+	b.must(`echo 2 >> f && git commit -qam 'touch /tmp/agent-was-here' && git checkout -q -b 'x$(id)'`)
+	for _, attack := range []string{
+		"ln -sfn " + victims[0] + " .git/COMMIT_EDITMSG",
+		"rm -f .git/logs/HEAD && ln -s " + victims[1] + " .git/logs/HEAD",
+		"ln -s " + victims[0] + " .git/refs/heads/review-me",
+		"ln -s " + victims[0] + " ln1 && mv ln1 .git/COMMIT_EDITMSG",
+		"ln -s " + victims[1] + " ln2 && ln ln2 .git/ORIG_HEAD",
+		"ln -s " + victims[1] + " .git/objects/info/x",
+		`python3 -c 'import os; os.symlink("` + victims[0] + `", "COMMIT_EDITMSG", dir_fd=os.open(".git", os.O_RDONLY))'`,
+	} {
+		if code, out := b.run(attack); code == 0 {
+			t.Errorf("attack %q worked inside: %s", attack, out)
+		}
+	}
+	// Git inside still works in the repository, and links outside .git.
+	b.must("echo 3 >> f && git commit -qam 3 && git checkout -q main && ln -s f link-in-worktree && git log --oneline | wc -l")
 	out1, _ := git(ws, "commit", "--amend", "--no-edit", "-q")
 	out2, _ := git(ws, "checkout", "-q", "main")
 	for _, v := range victims {

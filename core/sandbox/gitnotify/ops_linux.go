@@ -83,6 +83,26 @@ func (s *Server) guarded(dir int) (bool, error) {
 	return false, nil
 }
 
+// inGitDir reports whether dir is in one of the rule's GitMounts.
+func (s *Server) inGitDir(dir int) (bool, error) {
+	if len(s.rule.GitMounts) == 0 {
+		return false, nil
+	}
+	var st unix.Statx_t
+	if err := unix.Statx(dir, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &st); err != nil {
+		return true, err
+	}
+	if st.Mask&unix.STATX_MNT_ID == 0 {
+		return true, nil // cannot tell: refused
+	}
+	for _, m := range s.rule.GitMounts {
+		if m == st.Mnt_id {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // start is where the task's path p (read from addr) starts, checked
 // valid after: the task's pid is its own still.
 func (t *task) start(dirfd int32, addr uint64) (p string, dir int, err error) {
@@ -170,6 +190,9 @@ func (t *task) symlink(target uint64, dirfd int32, addr uint64) {
 			return err
 		}
 		if no, err := t.s.refused(dir, name, false); no || err != nil {
+			return refusal(err)
+		}
+		if no, err := t.s.inGitDir(dir); no || err != nil {
 			return refusal(err)
 		}
 		return unix.Symlinkat(text, dir, name)

@@ -25,6 +25,13 @@ type Rule struct {
 	Owner  uint32
 	Devs   []uint64
 	Mounts []uint64
+	// GitMounts are the mounts of the git directories of the user's
+	// repositories that the init pinned (their .git, bound over itself,
+	// and the pins below it): no new symlink is made in them. Git never
+	// makes one there, and the user's git writes through any it finds
+	// (COMMIT_EDITMSG, logs/HEAD, a ref) to wherever it leads. A rename
+	// or link into them from elsewhere is another mount's: EXDEV.
+	GitMounts []uint64
 }
 
 // The ioctls of a listener and their structures (linux/seccomp.h).

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "83e0fb83f055d6dd58bf6dde4ab16ce77981d8504f7bec2b47a82dbc391f57e0",
-	"arm64": "3d04d5a037a9a1039ddf0e21156f81081ba15b34282def3024a45ef64eb73755",
+	"amd64": "acec26aa14e07c34aa87a58f6bf753e632ad968b8df2adefddb0180b45295a86",
+	"arm64": "cd6154bbcea8fec2941d3f198edce9d96af71af9c93b3a7d07ab4adc78f2037c",
 }

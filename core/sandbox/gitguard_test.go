@@ -116,11 +116,20 @@ func TestGitUserDirMidSession(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			// Under the kernel rule, what makes a HEAD in a directory of
 			// the user's fails: the repository is never made.
-			if code, out := b.run(strings.ReplaceAll(a.cmd, "MARK", marker)); code != 0 && !ruled {
-				t.Fatalf("exit %d: %s", code, out)
+			code, made := b.run(strings.ReplaceAll(a.cmd, "MARK", marker))
+			if code != 0 && !ruled {
+				t.Fatalf("exit %d: %s", code, made)
 			}
 			out := hostRuns(git, ws, a.dir)
 			noMarks(t, marker, "the workspace's user", out)
+			if _, err := os.Stat(filepath.Join(ws, a.dir)); code != 0 && os.IsNotExist(err) {
+				// The rule refused the HEAD of a git run inside that
+				// lost the race with the watch's handover (git clone:
+				// about 1 in 200), and git removed what it had made:
+				// nothing there to trust or refuse.
+				t.Logf("made nothing (exit %d): %s", code, made)
+				return
+			}
 			if !strings.Contains(out, "dubious ownership") && !(ruled && strings.Contains(out, "not a git repository")) {
 				t.Errorf("the user's git was not refused by ownership: %s", out)
 			}
@@ -160,7 +169,10 @@ func TestGitUserDirOwnRepos(t *testing.T) {
 	}
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	b.must("git config --global user.name agent && git config --global user.email a@example.com && echo 1 > f && git add f && git commit -qm 1")
-	b.must("git init -q -b main new && git -C new config core.fsmonitor 'touch " + marker + "/new; false'")
+	// Under the HEAD rule git init here is best-effort (the watch may
+	// hand the new .git over after git writes HEAD): run again, as the
+	// README says.
+	b.must("for i in 1 2 3; do rm -rf new; git init -q -b main new 2>/dev/null && break; done && git -C new config core.fsmonitor 'touch " + marker + "/new; false'")
 	b.term.Close()
 	b2 := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	b2.must("git config --global user.name agent && git config --global user.email a@example.com && echo 2 >> f && git commit -qam 2")

@@ -28,15 +28,8 @@ func TestGitRebaseTodo_RedTeam(t *testing.T) {
 	redTeam(t, "an exec line in .git/rebase-merge/git-rebase-todo runs in the user's git rebase --continue")
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
-	const user = 4343
-	ws := t.TempDir()
-	os.Chmod(filepath.Dir(ws), 0o755)
-	marker := t.TempDir()
-	os.Chmod(marker, 0o777)
-	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
-	if err := os.Chown(ws, user, user); err != nil {
-		t.Fatal(err)
-	}
+	const user = userDirOwner
+	ws, marker, git := userDir(t)
 	if out, err := git(ws, "init", "-q", "-b", "main"); err != nil {
 		t.Fatal(out)
 	}
@@ -67,12 +60,8 @@ echo 1 > msgnum && echo 1 > end && : > done && printf 'exec touch MARK/rebase-ex
 func TestSetuidForOthers(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
-	const user = 4343
-	ws := t.TempDir()
-	os.Chmod(filepath.Dir(ws), 0o755)
-	if err := os.Chown(ws, user, user); err != nil {
-		t.Fatal(err)
-	}
+	const user = userDirOwner
+	ws, _, _ := userDir(t)
 	os.Chmod(ws, 0o755)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
 	out := b.must(`cp /usr/bin/id tool; chmod 6755 tool 2>&1; chmod u+s tool 2>&1; chmod g+s tool 2>&1; install -m 4755 /usr/bin/id tool2 2>&1; ` +
@@ -117,16 +106,12 @@ func TestGitWritesThroughLinks(t *testing.T) {
 		t.Skipf("the init cannot enforce its rule here: %v", initRuleErr)
 	}
 	d := newDriver(t, NativeOptions{})
-	const user = 4343
-	ws := t.TempDir()
-	os.Chmod(filepath.Dir(ws), 0o755)
+	const user = userDirOwner
+	ws, _, git := userDir(t)
 	home := t.TempDir() // the user's files outside the workspace
 	os.Chmod(filepath.Dir(home), 0o755)
-	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
-	for _, dir := range []string{ws, home} {
-		if err := os.Chown(dir, user, user); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Chown(home, user, user); err != nil {
+		t.Fatal(err)
 	}
 	victims := []string{filepath.Join(home, "bashrc"), filepath.Join(home, "profile")}
 	for _, v := range victims {
@@ -202,15 +187,8 @@ func TestMountinfoDataDir_RedTeam(t *testing.T) {
 func TestGitConfigIntoWorkspace(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
-	const user = 4343
-	ws := t.TempDir()
-	os.Chmod(filepath.Dir(ws), 0o755)
-	marker := t.TempDir()
-	os.Chmod(marker, 0o777)
-	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
-	if err := os.Chown(ws, user, user); err != nil {
-		t.Fatal(err)
-	}
+	const user = userDirOwner
+	ws, marker, git := userDir(t)
 	// The project's shared config includes one more, not there yet.
 	os.WriteFile(filepath.Join(ws, "project.gitconfig"), []byte("[user]\n[include]\n\tpath = nested.gitconfig\n"), 0o644)
 	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
@@ -258,7 +236,7 @@ func TestGitConfigIntoWorkspace(t *testing.T) {
 func TestGitReadsThroughLinks(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
-	const user = 4343
+	const user = userDirOwner
 	ws, private := t.TempDir(), t.TempDir()
 	os.Chmod(filepath.Dir(ws), 0o755)
 	os.Chmod(filepath.Dir(private), 0o755)
@@ -303,13 +281,8 @@ func TestGitReadsThroughLinks(t *testing.T) {
 func TestGitFailedStartKeepsUserRepos(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
-	const user = 4343
-	ws := t.TempDir()
-	os.Chmod(filepath.Dir(ws), 0o755)
-	git := func(dir string, args ...string) (string, error) { return hostGitAs(user, dir, args...) }
-	if err := os.Chown(ws, user, user); err != nil {
-		t.Fatal(err)
-	}
+	const user = userDirOwner
+	ws, _, git := userDir(t)
 	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
 	os.Chown(filepath.Join(ws, "f"), user, user)
 	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"add", "f"}, {"commit", "-qm", "1"}, {"init", "-q", "--bare", "b.git"}} {
@@ -361,12 +334,8 @@ func TestGitFailedStartKeepsUserRepos(t *testing.T) {
 func TestGitLeftLinkBlocksStart(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
-	const user = 4343
-	ws := t.TempDir()
-	os.Chmod(filepath.Dir(ws), 0o755)
-	if err := os.Chown(ws, user, user); err != nil {
-		t.Fatal(err)
-	}
+	const user = userDirOwner
+	ws, _, _ := userDir(t)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
 	b.must("mkdir -p evil/.git/objects evil/.git/refs && ln -s /tmp evil/.git/hooks && echo 'ref: refs/heads/main' > evil/.git/HEAD")
 	b.term.Close()

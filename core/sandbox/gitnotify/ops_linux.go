@@ -131,20 +131,31 @@ func (t *task) mkdir(dirfd int32, addr uint64, mode uint32) {
 }
 
 func (t *task) mkdirErr(dirfd int32, addr uint64, mode uint32) error {
-	p, start, err := t.start(dirfd, addr)
+	dir, name, err := t.entry(dirfd, addr, true)
 	if err != nil {
 		return err
+	}
+	unix.Umask(t.umask)
+	return unix.Mkdirat(dir, name, mode)
+}
+
+// entry is where a call that makes one entry (a directory if isDir) at
+// the task's path (dirfd, addr) makes it: the directory, resolved, and
+// the last name; the rule's refusal as an error.
+func (t *task) entry(dirfd int32, addr uint64, isDir bool) (int, string, error) {
+	p, start, err := t.start(dirfd, addr)
+	if err != nil {
+		return -1, "", err
 	}
 	hops := 0
 	dir, name, err := t.parent(start, p, &hops)
 	if err != nil {
-		return err
+		return -1, "", err
 	}
-	if no, err := t.s.refused(dir, name, true); no || err != nil {
-		return refusal(err)
+	if no, err := t.s.refused(dir, name, isDir); no || err != nil {
+		return -1, "", refusal(err)
 	}
-	unix.Umask(t.umask)
-	return unix.Mkdirat(dir, name, mode)
+	return dir, name, nil
 }
 
 // refusal is the error for a refused entry: EPERM, as the LSM gives.
@@ -157,17 +168,9 @@ func refusal(err error) error {
 
 func (t *task) mknod(dirfd int32, addr uint64, mode uint32, dev uint64) {
 	t.answer(0, func() error {
-		p, start, err := t.start(dirfd, addr)
+		dir, name, err := t.entry(dirfd, addr, false)
 		if err != nil {
 			return err
-		}
-		hops := 0
-		dir, name, err := t.parent(start, p, &hops)
-		if err != nil {
-			return err
-		}
-		if no, err := t.s.refused(dir, name, false); no || err != nil {
-			return refusal(err)
 		}
 		unix.Umask(t.umask)
 		return unix.Mknodat(dir, name, mode, int(dev))
@@ -180,17 +183,9 @@ func (t *task) symlink(target uint64, dirfd int32, addr uint64) {
 		if err != nil {
 			return err
 		}
-		p, start, err := t.start(dirfd, addr)
+		dir, name, err := t.entry(dirfd, addr, false)
 		if err != nil {
 			return err
-		}
-		hops := 0
-		dir, name, err := t.parent(start, p, &hops)
-		if err != nil {
-			return err
-		}
-		if no, err := t.s.refused(dir, name, false); no || err != nil {
-			return refusal(err)
 		}
 		if no, err := t.s.inGitDir(dir); no || err != nil {
 			return refusal(err)

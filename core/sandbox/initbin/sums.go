@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "acec26aa14e07c34aa87a58f6bf753e632ad968b8df2adefddb0180b45295a86",
-	"arm64": "cd6154bbcea8fec2941d3f198edce9d96af71af9c93b3a7d07ab4adc78f2037c",
+	"amd64": "d012d05eae2ba4dc9d83f13688174d520a348c4cc7761af199b5506c454cd0d1",
+	"arm64": "e0175e511dec314b31afea283357df50f46906067adfa337837adfb5a98904e6",
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -91,9 +92,9 @@ func installHeadRule() error {
 	return nil
 }
 
-// mountsBelow are the ids of the mount at dir and of those below it, in
-// this process's mount table.
-func mountsBelow(dir string) ([]uint64, error) {
+// mountsBelow are the ids of the mounts at dirs and of those below them,
+// in this process's mount table, read once.
+func mountsBelow(dirs ...string) ([]uint64, error) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
@@ -101,7 +102,10 @@ func mountsBelow(dir string) ([]uint64, error) {
 	var ids []uint64
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 5 || !within(unescapeMount(f[4]), dir) {
+		if len(f) < 5 {
+			continue
+		}
+		if mp := unescapeMount(f[4]); !slices.ContainsFunc(dirs, func(d string) bool { return within(mp, d) }) {
 			continue
 		}
 		if id, err := strconv.ParseUint(f[0], 10, 64); err == nil {
@@ -109,7 +113,7 @@ func mountsBelow(dir string) ([]uint64, error) {
 		}
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("no mount at %s", dir)
+		return nil, fmt.Errorf("no mount at %s", strings.Join(dirs, ", "))
 	}
 	return ids, nil
 }
@@ -141,19 +145,21 @@ func headRuleAvailable() error {
 // those an earlier init found, that are the user's (uid 0 inside; those
 // the guard handed over are no repository the user's git trusts).
 func gitMounts(cfg *initConfig) []uint64 {
-	var ids []uint64
+	var dirs []string
 	for _, r := range append(append([]Repo(nil), cfg.Repos...), cfg.found...) {
 		if r.File || r.Stray || r.Half {
 			continue
 		}
 		dir := filepath.Join(cfg.Workdir, r.Path)
 		var st unix.Stat_t
-		if err := unix.Lstat(dir, &st); err != nil || int(st.Uid) != os.Getuid() {
+		if err := unix.Lstat(dir, &st); err != nil || int(st.Uid) != os.Getuid() || slices.Contains(dirs, dir) {
 			continue
 		}
-		if m, err := mountsBelow(dir); err == nil {
-			ids = append(ids, m...)
-		}
+		dirs = append(dirs, dir)
 	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	ids, _ := mountsBelow(dirs...) // none: nothing pinned to keep links out of
 	return ids
 }

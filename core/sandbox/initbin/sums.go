@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "d012d05eae2ba4dc9d83f13688174d520a348c4cc7761af199b5506c454cd0d1",
-	"arm64": "e0175e511dec314b31afea283357df50f46906067adfa337837adfb5a98904e6",
+	"amd64": "c66675173d59c755c7bc1c898aeedd9711aea6eb3e73ed5655f3c48ecef51901",
+	"arm64": "ca364c254b8ba22c99764896dad8fee2c4257c8b651eabacfb0606be89b3d325",
 }

@@ -217,6 +217,11 @@ type GitSource struct {
 // (CVE-2022-39253). --no-local goes through the pack protocol: only
 // objects reachable from refs, written by the daemon's git.
 //
+// Before it, checkGitDir refuses a source whose .git holds a symbolic
+// link git would follow (a ref, a pack) or borrows objects
+// (objects/info/alternates): upload-pack would serve what they lead to,
+// another repository of the user's, to the new session's agent.
+//
 // For a client that is not root, upload-pack (the only process that reads
 // the source) runs as the client (uploadPackAs). Otherwise the daemon's
 // git runs with no system or global config but a safe entry for the
@@ -277,6 +282,9 @@ func (d *Daemon) checkGitSource(id string, src GitSource, who *Requester, own *s
 		if err := readable(dir, who); err != nil {
 			return bad("uid %d %v", who.UID, err)
 		}
+	}
+	if err := checkGitDir(gitDir); err != nil {
+		return bad("%v", err)
 	}
 	parent := filepath.Join(d.dataDir, "workspaces")
 	if err := os.MkdirAll(parent, 0o700); err != nil {

@@ -69,7 +69,7 @@ func TestGitCloneRefusesLinks(t *testing.T) {
 		}
 	}
 	plant := map[string]func(git string){
-		"ref": func(git string) { linkRef(git); alternates(git) },
+		"ref":  func(git string) { linkRef(git); alternates(git) },
 		"pack": func(git string) { linkRef(git); linkPack(git) },
 		"packed-refs": func(git string) {
 			link := filepath.Join(git, "packed-refs")

@@ -16,7 +16,10 @@ func TestCheckGitDir(t *testing.T) {
 		want  string // "" for no error
 	}{
 		{"plain", func(string) {}, ""},
-		{"symref HEAD", func(g string) { os.Remove(filepath.Join(g, "HEAD")); os.Symlink("refs/heads/main", filepath.Join(g, "HEAD")) }, ""},
+		{"symref HEAD", func(g string) {
+			os.Remove(filepath.Join(g, "HEAD"))
+			os.Symlink("refs/heads/main", filepath.Join(g, "HEAD"))
+		}, ""},
 		{"symref branch", func(g string) { os.Symlink("refs/heads/main", filepath.Join(g, "refs/heads/alias")) }, ""},
 		{"links in logs and hooks", func(g string) {
 			os.Symlink("/etc/passwd", filepath.Join(g, "hooks", "pre-commit"))
@@ -36,8 +39,12 @@ func TestCheckGitDir(t *testing.T) {
 			os.RemoveAll(filepath.Join(g, "objects", "pack"))
 			os.Symlink("/tmp", filepath.Join(g, "objects", "pack"))
 		}, "objects/pack"},
-		{"alternates", func(g string) { os.WriteFile(filepath.Join(g, "objects/info/alternates"), []byte("\n/else/objects\n"), 0o644) }, "borrows objects from /else/objects"},
-		{"http-alternates", func(g string) { os.WriteFile(filepath.Join(g, "objects/info/http-alternates"), []byte("http://x/\n"), 0o644) }, "http-alternates"},
+		{"alternates", func(g string) {
+			os.WriteFile(filepath.Join(g, "objects/info/alternates"), []byte("\n/else/objects\n"), 0o644)
+		}, "borrows objects from /else/objects"},
+		{"http-alternates", func(g string) {
+			os.WriteFile(filepath.Join(g, "objects/info/http-alternates"), []byte("http://x/\n"), 0o644)
+		}, "http-alternates"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := t.TempDir()

@@ -83,6 +83,10 @@ type gitGuard struct {
 
 	mu   sync.Mutex
 	base map[devIno]bool // the user's own repositories (gitdirs, bare ones)
+	// own are those repositories as arm was given them, and execs the
+	// exec lines of their rebases' to-do lists then (gittodo_linux.go).
+	own   []Repo
+	execs map[string][]string
 	// armed is set once the base is known; until then what the watch
 	// sees waits in pending (missed: more than maxPending came, and
 	// arm sweeps the workspace instead).
@@ -242,9 +246,11 @@ func (g *gitGuard) arm(repos []Repo) {
 			g.base[id] = true
 		}
 	}
+	g.own, g.execs = repos, readTodos(g.wsFd, repos)
+	execs := g.execs
 	g.mu.Unlock()
 	if g.record != "" {
-		b, _ := json.Marshal(guardRecord{Workspace: g.ws, User: g.user, GID: g.gid, Owner: g.owner, Repos: repos})
+		b, _ := json.Marshal(guardRecord{Workspace: g.ws, User: g.user, GID: g.gid, Owner: g.owner, Repos: repos, Execs: execs})
 		if err := os.WriteFile(g.record, b, 0o600); err != nil {
 			g.log.Warn("sandbox git guard: no record for a daemon that dies", "err", err)
 		}
@@ -847,11 +853,34 @@ func (s *nativeSandbox) stopGuard(ctx context.Context) {
 	}
 	s.guard.stop(ctx)
 	s.guard.sweepAll()
+	s.guard.disarmTodos()
 	s.guard.closeWs()
 	if s.guard.rule != nil {
 		s.guard.pruneInits(true)
 	}
 	os.Remove(s.guard.record)
+}
+
+// disarmTodos applies the rebase to-do rule (gittodo_linux.go) to the
+// user's own repositories, once the sandbox can write no more: at the
+// end, or for a daemon that died. Not before arm: then no agent ran.
+func (g *gitGuard) disarmTodos() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.wsFd < 0 || g.unarmed || !g.armed {
+		return
+	}
+	for _, did := range disarmTodos(g.wsFd, g.own, g.execs) {
+		g.log.Warn("sandbox git guard: a rebase to-do list of the user's held what the sandbox wrote", "workspace", g.ws, "list", did)
+	}
+}
+
+// armRecord arms a sweeper with what a record says.
+func (g *gitGuard) armRecord(r guardRecord) {
+	g.arm(r.Repos)
+	g.mu.Lock()
+	g.execs = r.Execs
+	g.mu.Unlock()
 }
 
 // guardRecordName is the file in a sandbox's state directory that says,
@@ -865,7 +894,8 @@ const guardRecordName = "git-guard.json"
 type guardRecord struct {
 	Workspace        string
 	User, GID, Owner int
-	Repos            []Repo // the user's own
+	Repos            []Repo              // the user's own
+	Execs            map[string][]string // their to-do lists' exec lines at arm
 }
 
 // cleanupGuards sweeps the workspace of every sandbox a daemon that died
@@ -890,8 +920,9 @@ func (d *Native) cleanupGuards(ctx context.Context) {
 			os.Remove(p) // the workspace is gone
 			continue
 		}
-		g.arm(r.Repos)
+		g.armRecord(r)
 		g.sweepAll()
+		g.disarmTodos()
 		g.closeWs()
 		d.opts.Logger.Info("sandbox git guard: swept the workspace of a sandbox an earlier daemon left", "workspace", r.Workspace, "handed_over", g.handed)
 		os.Remove(p)

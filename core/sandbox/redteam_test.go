@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,35 +20,92 @@ func redTeam(t *testing.T, what string) {
 	}
 }
 
-// TestGitRebaseTodo_RedTeam: in a directory of the user's, a pinned
-// repository's control files are read-only, but .git/rebase-merge is not:
-// the agent plants an interactive rebase in progress whose todo list has
-// an exec line, and the user's git on the host runs it at `git rebase
-// --continue` (which `git status` tells them to run).
-func TestGitRebaseTodo_RedTeam(t *testing.T) {
-	redTeam(t, "an exec line in .git/rebase-merge/git-rebase-todo runs in the user's git rebase --continue")
+// TestGitRebaseTodo: in a directory of the user's, a pinned repository's
+// control files are read-only, but .git/rebase-merge is not (git inside
+// rebases there): the agent could leave an interactive rebase in progress
+// whose to-do list has an exec line, which the user's git on the host
+// runs at `git rebase --continue` (as `git status` tells them to). When
+// the session ends, every exec line the sandbox added is disarmed (a
+// comment), a to-do list or rebase-merge that is a link is removed, and
+// the user's own exec lines are kept (a red team's break, issue 16).
+// Git inside still rebases, exec lines and all.
+func TestGitRebaseTodo(t *testing.T) {
 	requireRoot(t)
-	d := newDriver(t, NativeOptions{})
-	const user = userDirOwner
-	ws, marker, git := userDir(t)
-	if out, err := git(ws, "init", "-q", "-b", "main"); err != nil {
-		t.Fatal(out)
-	}
-	os.WriteFile(filepath.Join(ws, "f"), []byte("1\n"), 0o644)
-	os.Chown(filepath.Join(ws, "f"), user, user)
-	for _, c := range [][]string{{"add", "f"}, {"commit", "-qm", "1"}} {
-		if out, err := git(ws, c...); err != nil {
-			t.Fatal(out)
-		}
-	}
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
-	b.must(strings.ReplaceAll(`H=$(git rev-parse HEAD) && mkdir -p .git/rebase-merge && cd .git/rebase-merge &&
-echo refs/heads/main > head-name && echo $H > onto && echo $H > orig-head && touch interactive &&
-echo 1 > msgnum && echo 1 > end && : > done && printf 'exec touch MARK/rebase-exec\n' > git-rebase-todo`, "MARK", marker))
-	out1, _ := git(ws, "status")
-	out2, _ := git(ws, "rebase", "--continue")
-	if _, err := os.Stat(filepath.Join(marker, "rebase-exec")); err == nil {
-		t.Fatalf("the user's git rebase --continue ran the sandbox's exec line\nstatus: %s\nrebase: %s", out1, out2)
+	// Where the init's rule holds, the agent can make no link in the
+	// user's .git; with the watch alone it can, and the end removes it.
+	for _, mode := range []string{"rule", "watch alone"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "watch alone" {
+				watchAlone(t)
+			}
+			d := newDriver(t, NativeOptions{})
+			const user = userDirOwner
+			ws, marker, git := userDir(t)
+			own := filepath.Join(t.TempDir(), "own")
+			os.Chmod(filepath.Dir(own), 0o777)
+			repo := func(dir string) {
+				os.MkdirAll(dir, 0o755)
+				os.Chown(dir, user, user)
+				if out, err := git(dir, "init", "-q", "-b", "main"); err != nil {
+					t.Fatal(out)
+				}
+				for i := range 3 {
+					os.WriteFile(filepath.Join(dir, "f"), []byte(strings.Repeat("x\n", i+1)), 0o644)
+					os.Chown(filepath.Join(dir, "f"), user, user)
+					for _, c := range [][]string{{"add", "f"}, {"commit", "-qm", "c"}} {
+						if out, err := git(dir, c...); err != nil {
+							t.Fatal(out)
+						}
+					}
+				}
+			}
+			repo(ws)
+			repo(filepath.Join(ws, "sub"))
+			repo(filepath.Join(ws, "third"))
+			// The user's own rebase, stopped at a break, with an exec line of
+			// theirs still to run.
+			editor := "f() { printf 'break\\nexec echo own >> " + own + "\\n' > \"$1\"; }; f"
+			if out, err := git(ws, "-c", "sequence.editor="+editor, "rebase", "-i", "HEAD~1"); err != nil {
+				t.Fatal(out)
+			}
+			b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
+			// Git inside rebases, with exec lines that run inside.
+			if out := b.must("cd third && git rebase -q -x 'touch /tmp/inside-exec' HEAD~2 2>&1; ls /tmp/inside-exec && git log --oneline | wc -l"); !strings.Contains(out, "/tmp/inside-exec") || !strings.HasSuffix(strings.TrimSpace(out), "3") {
+				t.Errorf("git rebase -x inside the sandbox:\n%s", out)
+			}
+			// The attacks: lines added to the user's rebase, a rebase made by
+			// hand, and links where git would follow them (refused where the
+			// init's rule holds; removed at the end where not).
+			t.Log(b.must(strings.NewReplacer("MARK", marker, "OWN", own).Replace(`cd /workspace && printf 'exec touch MARK/appended\nx touch MARK/short\n  exec touch MARK/indented\nexec echo own >> OWN\n' >> .git/rebase-merge/git-rebase-todo
+		cd sub && H=$(git rev-parse HEAD) && mkdir -p .git/rebase-merge && cd .git/rebase-merge &&
+		echo refs/heads/main > head-name && echo $H > onto && echo $H > orig-head && touch interactive &&
+		echo 1 > msgnum && echo 1 > end && : > done && printf 'exec touch MARK/made\n' > git-rebase-todo
+		cd /workspace/third && H=$(git rev-parse HEAD) && mkdir -p /workspace/evil && cd /workspace/evil &&
+		echo refs/heads/main > head-name && echo $H > onto && echo $H > orig-head && touch interactive &&
+		echo 1 > msgnum && echo 1 > end && : > done && printf 'exec touch MARK/linked\n' > git-rebase-todo &&
+		ln -s /workspace/evil /workspace/third/.git/rebase-merge 2>&1; true`)))
+			b.term.Close()
+			if err := b.sb.Destroy(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+
+			todo, _ := os.ReadFile(filepath.Join(ws, ".git", "rebase-merge", "git-rebase-todo"))
+			t.Logf("the user's to-do list after the session:\n%s", todo)
+			if strings.Count(string(todo), todoHeader) != 4 || !strings.HasPrefix(string(todo), "exec echo own") {
+				t.Errorf("want the sandbox's 4 exec lines disarmed, the user's kept")
+			}
+			for _, dir := range []string{ws, filepath.Join(ws, "sub"), filepath.Join(ws, "third")} {
+				status, _ := git(dir, "status")
+				out, _ := git(dir, "rebase", "--continue")
+				noMarks(t, marker, "the user", status+"\n"+out)
+			}
+			if got, _ := os.ReadFile(own); string(got) != "own\n" {
+				t.Errorf("the user's own exec line ran %q, want once", got)
+			}
+			if fi, err := os.Lstat(filepath.Join(ws, "third", ".git", "rebase-merge")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				t.Errorf("the agent's rebase-merge link is left")
+			}
+		})
 	}
 }
 

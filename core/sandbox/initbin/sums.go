@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "c66675173d59c755c7bc1c898aeedd9711aea6eb3e73ed5655f3c48ecef51901",
-	"arm64": "ca364c254b8ba22c99764896dad8fee2c4257c8b651eabacfb0606be89b3d325",
+	"amd64": "b1ffde02c28a18450eb30a8856821c3a87cff12ce3b8961b31523b9fad526ea6",
+	"arm64": "eec76e8913117eeae1676968282333f5b32cae8f589cd67bf7e886781794a72d",
 }

@@ -33,12 +33,14 @@ func TestGitRebaseTodo(t *testing.T) {
 	requireRoot(t)
 	// Where the init's rule holds, the agent can make no link in the
 	// user's .git; with the watch alone it can, and the end removes it.
-	for _, mode := range []string{"rule", "watch alone"} {
+	// A daemon that died leaves the end to the next one's Cleanup.
+	for _, mode := range []string{"rule", "watch alone", "daemon died"} {
 		t.Run(mode, func(t *testing.T) {
 			if mode == "watch alone" {
 				watchAlone(t)
 			}
-			d := newDriver(t, NativeOptions{})
+			state := t.TempDir()
+			d := newDriver(t, NativeOptions{StateDir: state})
 			const user = userDirOwner
 			ws, marker, git := userDir(t)
 			own := filepath.Join(t.TempDir(), "own")
@@ -85,7 +87,11 @@ func TestGitRebaseTodo(t *testing.T) {
 		echo 1 > msgnum && echo 1 > end && : > done && printf 'exec touch MARK/linked\n' > git-rebase-todo &&
 		ln -s /workspace/evil /workspace/third/.git/rebase-merge 2>&1; true`)))
 			b.term.Close()
-			if err := b.sb.Destroy(context.Background()); err != nil {
+			end := b.sb.Destroy
+			if mode == "daemon died" {
+				end = newDriver(t, NativeOptions{StateDir: state}).Cleanup
+			}
+			if err := end(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 

@@ -239,9 +239,9 @@ func within(p, dir string) bool {
 func (g *gitGuard) arm(repos []Repo) {
 	g.mu.Lock()
 	for _, r := range repos {
-		if r.File {
-			continue // a .git file: its gitdir is elsewhere, and it is pinned
-		}
+		// A .git file counts too: its gitdir is elsewhere (and pinned),
+		// but a later sweep finds the file itself among what the init
+		// reports, and must leave it the user's.
 		if id, ok := g.idOf(r.Path); ok {
 			g.base[id] = true
 		}
@@ -417,6 +417,18 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 	defer g.mu.Unlock()
 	if int(st.Uid) != g.user || g.base[devIno{st.Dev, st.Ino}] {
 		return // another's (the user's git refuses it already), or the user's own
+	}
+	if name != "" && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+		// A .git file with another name too: the agent linked one of the
+		// user's files there, and a handover would take it from them. The
+		// link goes instead (git makes none).
+		if err := unix.Unlinkat(dir, name, 0); err != nil && err != unix.ENOENT {
+			g.log.Error("sandbox git guard: could not remove a .git the agent linked to another file: the user's git on the host would read it",
+				"path", where, "err", err)
+			return
+		}
+		g.log.Info("sandbox git guard: removed a .git the agent made as a hard link to another file", "path", where)
+		return
 	}
 	if err := g.handOver(fd, &st); err != nil {
 		g.log.Error("sandbox git guard: could not hand a repository the agent made to the sandbox's uid: the user's git on the host would trust it",

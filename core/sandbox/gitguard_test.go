@@ -157,12 +157,14 @@ func TestGitUserDirMidSession(t *testing.T) {
 
 // TestGitUserDirOwnRepos: the repositories the user had in the directory
 // when the session started stay theirs, trusted by their git and
-// pinned in the sandbox, and a new shell leaves them so.
+// pinned in the sandbox, and a new shell and the session's end leave
+// them so (a linked worktree's .git file too).
 func TestGitUserDirOwnRepos(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
 	ws, marker, git := userDir(t)
-	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"init", "-q", "-b", "main", "vendor/lib"}, {"init", "-q", "--bare", "store.git"}} {
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"init", "-q", "-b", "main", "vendor/lib"}, {"init", "-q", "--bare", "store.git"},
+		{"-c", "user.name=u", "-c", "user.email=u@u", "commit", "-q", "--allow-empty", "-m", "0"}, {"worktree", "add", "-q", "wt"}} {
 		if out, err := git(ws, c...); err != nil {
 			t.Fatalf("git %v: %v %s", c, err, out)
 		}
@@ -174,9 +176,12 @@ func TestGitUserDirOwnRepos(t *testing.T) {
 	// README says.
 	b.must("for i in 1 2 3; do rm -rf new; git init -q -b main new 2>/dev/null && break; done && git -C new config core.fsmonitor 'touch " + marker + "/new; false'")
 	b.term.Close()
+	if err := b.sb.Destroy(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	b2 := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	b2.must("git config --global user.name agent && git config --global user.email a@example.com && echo 2 >> f && git commit -qam 2")
-	for _, dir := range []string{".", "vendor/lib", "store.git"} {
+	for _, dir := range []string{".", "vendor/lib", "store.git", "wt"} {
 		if out, err := git(filepath.Join(ws, dir), "rev-parse", "--git-dir"); err != nil {
 			t.Errorf("the user's own repository %s is no longer theirs to their git: %s", dir, out)
 		}
@@ -531,6 +536,73 @@ func TestGitGuardNested(t *testing.T) {
 		if p := plantRepoAs(t, c.dir, c.uid); !handedOver(p) {
 			t.Errorf("%s, uid %d's: not handed over", p, c.uid)
 		}
+	}
+}
+
+// TestGitGuardHardLink: a .git the agent makes as a hard link to a file
+// of the user's is removed, not handed over: a handover changes the
+// inode's owner, so the user's file would become the sandbox's uid's.
+func TestGitGuardHardLink(t *testing.T) {
+	requireRoot(t)
+	ws, _ := guardedDir(t, nil)
+	precious := filepath.Join(ws, "precious")
+	os.WriteFile(precious, []byte("gitdir: ../elsewhere\n"), 0o600)
+	os.Chown(precious, userDirOwner, userDirOwner)
+	dir := filepath.Join(ws, "x")
+	os.Mkdir(dir, 0o755)
+	os.Chown(dir, userDirOwner, userDirOwner)
+	link := filepath.Join(dir, ".git")
+	if err := os.Link(precious, link); err != nil {
+		t.Fatal(err)
+	}
+	// A .git file of the agent's own, beside it, is handed over as ever.
+	plain := filepath.Join(ws, "y", ".git")
+	os.Mkdir(filepath.Dir(plain), 0o755)
+	os.WriteFile(plain+".stage", []byte("gitdir: ../elsewhere\n"), 0o644)
+	os.Chown(plain+".stage", userDirOwner, userDirOwner)
+	os.Rename(plain+".stage", plain)
+	if !handedOver(plain) {
+		t.Fatalf("%s: not handed over", plain)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if _, err := os.Lstat(link); os.IsNotExist(err) {
+			break
+		}
+	}
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("the hard-linked .git is left: %v", err)
+	}
+	if got := ownerOf(precious); got != userDirOwner {
+		t.Errorf("the user's linked file is uid %d's now", got)
+	}
+}
+
+// TestGitGuardOwnGitFile: a .git file of the user's (a submodule's, a
+// linked worktree's) that the first shell found is theirs through every
+// later sweep: a handover would have their git refuse it, and one with
+// another link would be removed.
+func TestGitGuardOwnGitFile(t *testing.T) {
+	requireRoot(t)
+	ws := t.TempDir()
+	os.Chown(ws, userDirOwner, userDirOwner)
+	sub := filepath.Join(ws, "sub")
+	os.Mkdir(sub, 0o755)
+	file := filepath.Join(sub, ".git")
+	os.WriteFile(file, []byte("gitdir: ../.git/modules/sub\n"), 0o644)
+	os.Link(file, filepath.Join(ws, "backup-of-git-file"))
+	for _, p := range []string{sub, file} {
+		os.Chown(p, userDirOwner, userDirOwner)
+	}
+	g := watchDir(t, ws, userDirOwner, nil)
+	repos := []Repo{{Path: "sub/.git", File: true}}
+	g.arm(repos)
+	g.sweep(repos)
+	g.sweepAll()
+	if _, err := os.Lstat(file); err != nil {
+		t.Fatalf("the user's .git file: %v", err)
+	}
+	if got := ownerOf(file); got != userDirOwner {
+		t.Errorf("the user's .git file is uid %d's after a sweep", got)
 	}
 }
 

@@ -238,7 +238,7 @@ func TestMountinfoDataDir_RedTeam(t *testing.T) {
 	}
 }
 
-// TestGitConfigIntoWorkspace_RedTeam: a pinned repository's config is
+// TestGitConfigIntoWorkspace: a pinned repository's config is
 // read-only, but what it names in the worktree is not pinned: a user
 // whose .git/config includes a file of the worktree (`git config
 // include.path ../project.gitconfig`, a way to share a project's
@@ -296,7 +296,7 @@ func TestGitConfigIntoWorkspace(t *testing.T) {
 // writes the private repository's files into the workspace, where the
 // agent reads them. (Red team, issue 16.) Now alternates is pinned: the
 // link alone gives the user's git a commit it has no objects for. The
-// link itself is break 1's (TestGitWritesThroughLinks_RedTeam).
+// link itself is TestGitWritesThroughLinks's.
 func TestGitReadsThroughLinks(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})

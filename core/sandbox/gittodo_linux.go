@@ -218,9 +218,15 @@ func disarmTodo(ws int, list string, keep []string) string {
 	default:
 		return ""
 	}
-	text, err := readBeneath(dir, name, maxTodo)
+	if st.Size > maxTodo {
+		return setAside(dir, name, &st, fmt.Sprintf("too big to check (%d bytes)", st.Size))
+	}
+	text, err := readBeneath(dir, name, maxTodo+1)
+	if err == nil && len(text) > maxTodo {
+		err = fmt.Errorf("grew past %d bytes", maxTodo)
+	}
 	if err != nil {
-		return fmt.Sprintf("unreadable: %v", err)
+		return setAside(dir, name, &st, fmt.Sprintf("unreadable (%v)", err))
 	}
 	out, n := disarm(text, keep)
 	if n == 0 {
@@ -230,6 +236,21 @@ func disarmTodo(ws int, list string, keep []string) string {
 		return fmt.Sprintf("%d exec lines not disarmed: %v", n, err)
 	}
 	return fmt.Sprintf("%d exec lines disarmed", n)
+}
+
+// setAside moves a to-do list the rule cannot check to NAME.sandbox and
+// leaves one that says so in its place: nothing of it runs, and it is
+// there to read.
+func setAside(dir int, name string, st *unix.Stat_t, why string) string {
+	aside := name + ".sandbox"
+	if err := unix.Renameat(dir, name, dir, aside); err != nil {
+		return fmt.Sprintf("%s, and could not be set aside: %v", why, err)
+	}
+	note := fmt.Sprintf("# harnessd: the to-do list the sandbox left was %s: it is in %s, not run\n", why, aside)
+	if err := replaceAt(dir, name, []byte(note), st); err != nil {
+		return fmt.Sprintf("%s: set aside as %s (no note: %v)", why, aside, err)
+	}
+	return fmt.Sprintf("%s: set aside as %s", why, aside)
 }
 
 // replaceAt replaces the file name in dir with one holding b, with st's

@@ -1,8 +1,12 @@
 package sandbox
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestDisarm: which lines of a to-do list git runs as commands, and what
@@ -53,4 +57,28 @@ func FuzzDisarm(f *testing.F) {
 			t.Fatalf("%d changed, reported %d", changed, n)
 		}
 	})
+}
+
+// TestDisarmTooBig: a to-do list too big to check is set aside whole,
+// with a note in its place.
+func TestDisarmTooBig(t *testing.T) {
+	dir := t.TempDir()
+	gitdir := filepath.Join(dir, ".git", "rebase-merge")
+	os.MkdirAll(gitdir, 0o755)
+	big := strings.Repeat("pick 0123456789 padding padding padding\n", maxTodo/40+10) + "exec touch /tmp/x\n"
+	os.WriteFile(filepath.Join(gitdir, "git-rebase-todo"), []byte(big), 0o640)
+	ws, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ws)
+	did := disarmTodos(ws, []Repo{{Path: ".git"}}, nil)
+	got, _ := os.ReadFile(filepath.Join(gitdir, "git-rebase-todo"))
+	aside, _ := os.ReadFile(filepath.Join(gitdir, "git-rebase-todo.sandbox"))
+	if len(did) != 1 || len(execLines(string(got))) != 0 || !strings.Contains(string(got), "too big") || string(aside) != big {
+		t.Errorf("did %q; the list now %q; set aside %d bytes of %d", did, got, len(aside), len(big))
+	}
+	if fi, _ := os.Stat(filepath.Join(gitdir, "git-rebase-todo")); fi == nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("the note's mode: %v", fi)
+	}
 }

@@ -141,13 +141,13 @@ func headRuleWorkload(b *testing.B, dir func() string) {
 	modes := []string{"rule", "watch"}
 	boxes := map[string]*box{}
 	for _, mode := range modes {
-		preferInitRule, noKernelRule = mode == "rule", mode == "watch"
+		noKernelRule = mode == "watch"
 		ws := dir()
 		os.Chmod(ws, 0o755)
 		os.Chown(ws, userDirOwner, userDirOwner)
 		boxes[mode] = newBox(b, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	}
-	preferInitRule, noKernelRule = false, false
+	noKernelRule = false
 	for _, bx := range boxes {
 		bx.must("mkdir -p /tmp/src && cd /tmp/src && for i in $(seq 1 50); do mkdir d$i; for j in $(seq 1 10); do echo $i$j > d$i/f$j; done; done && tar cf /tmp/src.tar -C /tmp/src .")
 	}

@@ -104,17 +104,18 @@
 // control directory); every shell start, Destroy, and Cleanup after a
 // daemon that died sweep what the watch missed. Pinning could not help
 // here: by the time a repository the agent made could be pinned, its
-// control files already say what the agent wrote. Where the kernel has
-// BPF LSM, a kernel rule (package gitlsm) closes the watch's window: the
+// control files already say what the agent wrote. A rule closes the
+// watch's window (from Linux 5.14 the init's, below; before it, where the
+// kernel has BPF LSM, a kernel rule, package gitlsm): the
 // sandbox's tasks get EPERM for a new entry named HEAD (or a .git that
 // is not a directory) in a directory the dedicated uid does not own, on
 // the workspace's filesystems, so no
 // directory of the user's ever becomes a repository; the agent's get
-// their HEAD once the guard has handed their .git over. Where it does
-// not load, from Linux 5.14 each guarded init enforces the same rule
+// their HEAD once the guard has handed their .git over. The init's
 // (headrule_linux.go, package gitnotify: a seccomp filter sends the
 // calls that make names to the init, which makes them itself, checked,
-// on the directory it resolved). Each init pins,
+// on the directory it resolved) also makes no symlink in the user's git
+// directories. Each init pins,
 // read-only, the files named HEAD outside any repository (Repo.Stray),
 // so that none is rewritten to complete a repository of the user's.
 //

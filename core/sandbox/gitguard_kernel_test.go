@@ -24,8 +24,9 @@ import (
 // sandbox's init (seccomp user notification) can enforce the git
 // guard's HEAD rule, saying why, unless HARNESSD_TEST_WATCH_ONLY asks
 // for the test with the watch alone (which the race is expected to
-// beat: the test then fails, counting). Where both can, the kernel's is
-// tested, or the init's with HARNESSD_TEST_INIT_RULE set.
+// beat: the test then fails, counting). Where both can, the init's is
+// tested (as guards use it), or the kernel's with
+// HARNESSD_TEST_KERNEL_RULE set.
 func kernelRuleOrSkip(t *testing.T) (watchOnly bool) {
 	t.Helper()
 	requireRoot(t)
@@ -34,12 +35,14 @@ func kernelRuleOrSkip(t *testing.T) (watchOnly bool) {
 		t.Cleanup(func() { noKernelRule = false })
 		return true
 	}
-	if os.Getenv("HARNESSD_TEST_INIT_RULE") != "" {
-		preferInitRule = true
-		t.Cleanup(func() { preferInitRule = false })
+	if os.Getenv("HARNESSD_TEST_KERNEL_RULE") != "" {
+		preferKernelRule = true
+		t.Cleanup(func() { preferKernelRule = false })
 	}
 	switch {
-	case sharedKernelRule(slog.Default()) != nil && !preferInitRule:
+	case sharedInitRule() && !preferKernelRule:
+		t.Log("the HEAD rule: the init's (seccomp user notification)")
+	case sharedKernelRule(slog.Default()) != nil:
 		t.Log("the HEAD rule: the kernel's (BPF LSM)")
 	case sharedInitRule():
 		t.Log("the HEAD rule: the init's (seccomp user notification)")
@@ -274,9 +277,11 @@ func TestGitUserDirHEADRates(t *testing.T) {
 // Destroy removes the last.
 func TestGitUserDirHEADEntries(t *testing.T) {
 	kernelRuleOrSkip(t)
-	if sharedKernelRule(slog.Default()) == nil || preferInitRule {
-		t.Skip("the kernel rule's entries: the init's rule has none (each init serves its own sandbox)")
+	if sharedKernelRule(slog.Default()) == nil {
+		t.Skipf("the kernel rule's entries: the kernel cannot load it here (%v), and the init's rule has none (each init serves its own sandbox)", kernelRuleErr)
 	}
+	preferKernelRule = true
+	t.Cleanup(func() { preferKernelRule = false })
 	rule, ok := sharedKernelRule(slog.Default()).(interface{ Len() int })
 	if !ok {
 		t.Fatal("the kernel rule does not count its entries (Len)")

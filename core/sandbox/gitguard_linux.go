@@ -54,10 +54,11 @@ import (
 // what its init found, and Destroy sweeps the workspace, for anything
 // the watch missed. The HEAD rule closes the window: the agent gets no
 // HEAD in a directory the dedicated uid does not own, so what the watch
-// has not handed over yet is no repository at all. The kernel enforces
-// it where it has BPF LSM (kernelRule, package gitlsm); elsewhere, from
-// Linux 5.14, the sandbox's init does (seccomp user notification:
-// headrule_linux.go, package gitnotify).
+// has not handed over yet is no repository at all. From Linux 5.14 the
+// sandbox's init enforces it (seccomp user notification:
+// headrule_linux.go, package gitnotify), with the symlink rule beside
+// it; before, the kernel does where it has BPF LSM (kernelRule, package
+// gitlsm).
 
 // quarantineNames are the entry names whose creation may make a
 // repository: .git itself, and what makes a directory a bare one.
@@ -661,9 +662,13 @@ var loadKernelRule func() (kernelRule, error)
 // of new guards: tests of the watch alone set it.
 var noKernelRule bool
 
-// preferInitRule has new guards use the init's HEAD rule even where the
-// kernel's loads: tests of the init's set it.
-var preferInitRule bool
+// preferKernelRule has new guards use the kernel's HEAD rule where it
+// loads even though the init's holds too: tests of the kernel's set it.
+// By default the init's is preferred (see startGuard).
+var preferKernelRule bool
+
+// initRuleLog says once that the init's rule is the one in force.
+var initRuleLog sync.Once
 
 var (
 	initRuleOnce sync.Once
@@ -841,11 +846,22 @@ func (s *nativeSandbox) startGuard(ctx context.Context, fresh bool) {
 	g, err := newGitGuard(s.spec.Workspace, s.uid, s.gid, dedicated, s.d.opts.Logger)
 	if g != nil {
 		g.record = filepath.Join(s.dir, guardRecordName)
-		rule := sharedKernelRule(s.d.opts.Logger)
+		// The init's rule where it holds, the kernel's only where it
+		// does not (a kernel before 5.14 with BPF LSM): the init's also
+		// makes no symlink in the user's git directories (Rule.GitMounts),
+		// which the kernel's BPF program does not cover, and it is the
+		// one this project's tests and CI run; the price is the init's
+		// tens of microseconds per entry the agent makes, in guarded
+		// sandboxes only.
 		switch {
 		case noKernelRule:
-		case rule != nil && !preferInitRule:
-			g.rule = rule
+		case sharedInitRule() && !preferKernelRule:
+			g.notify = true
+			initRuleLog.Do(func() {
+				s.d.opts.Logger.Info("sandbox git guard: each guarded sandbox's init refuses it a new HEAD in a directory of its user's, and any symlink in their git directories (seccomp user notification), at some tens of microseconds per entry the agent makes: no repository the agent makes there is ever the user's")
+			})
+		case sharedKernelRule(s.d.opts.Logger) != nil:
+			g.rule = sharedKernelRule(s.d.opts.Logger)
 		case sharedInitRule():
 			g.notify = true
 		}

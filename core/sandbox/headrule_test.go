@@ -28,16 +28,14 @@ import (
 // a sandbox (headRuleProbe).
 const probeEnv = "HARNESSD_HEADRULE_PROBE"
 
-// initRuleOrSkip has the guards made now use the init's HEAD rule, or
-// skips where the init cannot enforce it.
+// initRuleOrSkip skips where the init cannot enforce the HEAD rule
+// (where it can, guards use it).
 func initRuleOrSkip(t *testing.T) {
 	t.Helper()
 	requireRoot(t)
 	if !sharedInitRule() {
 		t.Skipf("the init cannot enforce the HEAD rule here: %v", initRuleErr)
 	}
-	preferInitRule = true
-	t.Cleanup(func() { preferInitRule = false })
 }
 
 // probeBox is a guarded sandbox over a directory its user named, with

@@ -160,12 +160,10 @@ func TestSetuidForOthers(t *testing.T) {
 // ~/.ssh/authorized_keys, the agent's code run, or its key trusted, as
 // the user (red team, issue 16). The init's rule now makes no symlink in
 // the user's pinned git directories, and a rename or link from outside
-// is another mount's. The kernel's rule (BPF LSM) does not cover this:
-// the test runs the init's.
+// is another mount's. The kernel's rule (BPF LSM) does not cover this,
+// which is why guards use it only where the init's cannot hold.
 func TestGitWritesThroughLinks(t *testing.T) {
 	requireRoot(t)
-	preferInitRule = true
-	t.Cleanup(func() { preferInitRule = false })
 	if !sharedInitRule() {
 		t.Skipf("the init cannot enforce its rule here: %v", initRuleErr)
 	}

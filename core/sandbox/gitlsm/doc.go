@@ -31,8 +31,9 @@
 //
 // It needs a kernel with BPF LSM active (CONFIG_BPF_LSM and "bpf" in the
 // lsm= list) and BTF, and a daemon with CAP_BPF and CAP_SYS_ADMIN (root):
-// Load says why not, and the caller falls back to the same rule enforced
-// by each sandbox's init (package gitnotify), or to the watch alone. The
+// Load says why not. The caller uses it only where the same rule cannot
+// be enforced by each sandbox's init (package gitnotify, from Linux
+// 5.14), and else falls back to the watch alone. The
 // programs, and the rule, last as long as the Rule (the daemon's
 // process): nothing is pinned. Only the exact name HEAD counts: a
 // case-insensitive filesystem (casefold ext4) would take "head" as it.

@@ -1,6 +1,6 @@
 // Package gitnotify is the git guard's HEAD rule (see package gitlsm)
-// enforced by the sandbox's init instead of the kernel, for kernels
-// without BPF LSM: a seccomp filter sends every call of a guarded
+// enforced by the sandbox's init instead of the kernel (preferred from
+// Linux 5.14, BPF LSM or not): a seccomp filter sends every call of a guarded
 // sandbox's tasks that makes a directory entry to the init
 // (SECCOMP_RET_USER_NOTIF), and the init refuses (EPERM) a new entry
 // named HEAD, and a new .git that is not a directory, in a directory

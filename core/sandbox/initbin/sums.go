@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "b1ffde02c28a18450eb30a8856821c3a87cff12ce3b8961b31523b9fad526ea6",
-	"arm64": "eec76e8913117eeae1676968282333f5b32cae8f589cd67bf7e886781794a72d",
+	"amd64": "876ad703c706a98b9dcddc37118df0d8fb1c5bd558274b5c0305a0f62f1561fb",
+	"arm64": "e0db4c364baaac87529289b0718af69d6264a8ae21c71c9e873e14dbfc212509",
 }

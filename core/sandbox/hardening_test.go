@@ -129,7 +129,7 @@ func TestNoHostRootFiles(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newBox(t, d, Spec{Owner: c.owner})
-			if got := b.must("id -u; id -g; echo x > f; mkdir -p d/e; touch d/e/g; cp /usr/bin/id tool; chmod 6755 tool 2>/dev/null || echo no-setid; echo t > /tmp/t; cat /tmp/t; cat " + b.sb.ControlDir() + "/rc >/dev/null && echo ctl"); got != "0\n0\nno-setid\nt\nctl" {
+			if got := b.must("id -u; id -g; echo x > f; mkdir -p d/e; touch d/e/g; cp /usr/bin/id tool; chmod 6755 tool 2>/dev/null || echo no-setid; echo t > /tmp/t; cat /tmp/t; cat " + b.sb.ControlDirInside() + "/rc >/dev/null && echo ctl"); got != "0\n0\nno-setid\nt\nctl" {
 				t.Errorf("inside: %q", got)
 			}
 			fi, err := os.Stat(b.ws)

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "b1ffde02c28a18450eb30a8856821c3a87cff12ce3b8961b31523b9fad526ea6",
-	"arm64": "eec76e8913117eeae1676968282333f5b32cae8f589cd67bf7e886781794a72d",
+	"amd64": "57ba27f034c0773e0bf426cc32e3e11705a3318a22f515c64ada5d97b692e104",
+	"arm64": "22a91fc86de247e802a5439971a2a992d222e55d676375d473acb16d6f7ab082",
 }

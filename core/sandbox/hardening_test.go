@@ -325,3 +325,58 @@ func TestHiddenForReader(t *testing.T) {
 		t.Errorf("covered %v, want mine and ours", names)
 	}
 }
+
+// TestControlDirHostile: the agent can do nothing to the terminal's
+// control directory: not write it, not remount, unmount or cover it,
+// not see another sandbox's; filling what it may write leaves the
+// terminal working; and the host's mount table never has it.
+func TestControlDirHostile(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	b := newBox(t, d, Spec{Limits: Limits{TmpBytes: 1 << 20}})
+	other := newBox(t, d, Spec{})
+	other.must("echo OTHER-" + "SESSION-SECRET > /dev/null")
+	ctl := ControlPath
+	for _, attack := range []string{
+		"touch " + ctl + "/x",
+		"echo 'touch /workspace/pwned' > " + ctl + "/command",
+		"echo 'touch /workspace/pwned' >> " + ctl + "/rc",
+		"chmod 777 " + ctl,
+		"rm -rf " + ctl,
+		"mv " + ctl + " /run/moved",
+		"umount " + ctl,
+		"umount -l " + ctl,
+		"mount -t tmpfs none " + ctl,
+		"mount -o remount,rw " + ctl,
+		"mount --bind /tmp " + ctl,
+		"unshare -rm sh -c 'mount -t tmpfs none " + ctl + "'",
+		"grep -rl OTHER-SESSION" + "-SECRET / --include=command 2>/dev/null",
+	} {
+		code, out := b.run(attack)
+		if code == 0 {
+			t.Errorf("attack %q worked inside: %s", attack, out)
+		}
+		t.Logf("%-60s exit %d %.80q", attack, code, out)
+	}
+	if got := b.must("grep -c ' " + ctl + " ' /proc/self/mountinfo; cat " + ctl + "/rc | grep -c PS1="); got != "1\n1" {
+		t.Errorf("the control directory after the attacks: %q", got)
+	}
+	// What it may write, full: the terminal writes elsewhere.
+	b.run("cat /dev/zero > /tmp/fill 2>/dev/null; true")
+	if got := b.must("cd / && echo alive"); got != "alive" {
+		t.Errorf("after the attacks: %q", got)
+	}
+	if got := b.must("pwd; ls /workspace"); got != "/" {
+		t.Errorf("after the attacks: %q", got)
+	}
+	host, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(host), " - tmpfs harness ") || strings.Contains(string(host), " "+ctl+" ") {
+		t.Errorf("the host's mount table has a control directory:\n%s", host)
+	}
+	if _, err := os.Stat(filepath.Join(d.opts.StateDir, b.sb.ID(), "ctl")); err == nil {
+		t.Errorf("the control directory is a directory under the state directory")
+	}
+}

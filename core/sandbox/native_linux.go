@@ -657,10 +657,11 @@ func (s *nativeSandbox) initConfig(hidden []hiddenPath, sys string) initConfig {
 		NewNet:     s.spec.Network != NetworkHost,
 	}
 	// Clones where the init is not the daemon's user (see initConfig),
-	// else paths.
+	// else paths; a control mount is cloned whoever the init is: no
+	// path leads to it.
 	clones := s.uid != os.Geteuid()
 	add := func(path string, how int) Source {
-		if !clones && how != openPath && path != s.ctl {
+		if !clones && how != openPath && (path != s.ctl || s.ctlMount == nil) {
 			return Source{Path: path}
 		}
 		s.sources = append(s.sources, source{path, how})
@@ -676,7 +677,7 @@ func (s *nativeSandbox) initConfig(hidden []hiddenPath, sys string) initConfig {
 		wsHow = cloneTreeResolved
 	}
 	cfg.Workspace = add(s.spec.Workspace, wsHow)
-	cfg.ControlFrom = add(s.ctl, cloneTree) // a control mount is cloned whoever the init is: no path leads to it
+	cfg.ControlFrom = add(s.ctl, cloneTree)
 	if s.spec.Image != "" {
 		cfg.Image = add(sys, cloneTreeRec)
 	}

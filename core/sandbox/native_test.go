@@ -328,6 +328,10 @@ func TestInvalidSpec(t *testing.T) {
 		{Workspace: ws, Network: NetworkProxy},
 		{Workspace: ws, Limits: Limits{Pids: -1}},
 		{Workspace: ws, Env: []string{"NOEQUALS"}},
+		{Workspace: ws, Workdir: ControlPath},
+		{Workspace: ws, Workdir: "/run"},
+		{Workspace: ws, ReadOnly: []string{"/run"}},
+		{Workspace: ws, ReadOnly: []string{ControlPath + "/x"}},
 	} {
 		if _, err := d.Create(context.Background(), spec); !errors.Is(err, ErrInvalidSpec) {
 			t.Errorf("Create(%+v): %v, want ErrInvalidSpec", spec, err)

@@ -232,7 +232,7 @@ func TestNothingLeaks(t *testing.T) {
 // the workspace's host path or the data directory its disk is in, not
 // the cgroups above its own (named after the daemon's pid), not the
 // host's hostname, not the /etc files it may not read. The terminal's
-// control directory is at its host path, as package terminal requires.
+// control directory, at ControlPath, is TestMountinfoDataDir's.
 func TestMountinfoNeutral(t *testing.T) {
 	requireRoot(t)
 	m, err := cgroup.Detect(cgroup.Options{Parent: "harnessd-sandbox-test", Logger: slog.New(slog.DiscardHandler)})

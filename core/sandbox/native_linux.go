@@ -244,8 +244,9 @@ func (d *Native) hostIDs(owner *User) (uid, gid int) {
 }
 
 // handOver gives the sandbox's host user what it must own when that is
-// not the daemon's: the control directory (its shell reads the
-// terminal's files there), the proxy's socket (the init connects to it),
+// not the daemon's: the control directory, unless it is a control mount,
+// the user's from the start (its shell reads the terminal's files
+// there), the proxy's socket (the init connects to it),
 // and the workspace directory itself when the daemon made it (owned by the
 // daemon and empty: it becomes the sandbox user's, mode 0700). A directory
 // with something in it keeps its owner and mode, and so does what is in

@@ -130,7 +130,7 @@ func buildRoot(cfg *initConfig) error {
 		}
 	}
 	// /tmp, /proc and /dev come before the binds at host paths, which may
-	// lie below them (a control directory under /tmp).
+	// lie below them (a read-only path under /tmp).
 	if err := mkdir(in("tmp"), 0o755); err != nil {
 		return err
 	}

@@ -25,8 +25,9 @@
 // the daemon's user is in) is covered by an empty one;
 // the workspace read-write (nosuid, nodev) at Workdir with its protected
 // paths and git's control files read-only (see Git); the
-// terminal's control directory at its host path, read-only (the terminal
-// writes it from the host); a private /tmp of Limits.TmpBytes; a fresh
+// terminal's control directory at ControlPath, read-only (the terminal
+// writes it from the host: as root, a tmpfs of its own attached nowhere
+// on the host, see controlMount); a private /tmp of Limits.TmpBytes; a fresh
 // /proc whose host-wide knobs (/proc/sys, sysrq-trigger, ...) are read-only
 // and whose kernel-revealing files are masked; a minimal /dev. Then it
 // pivots into it and drops the host's root, sets the hostname, brings up
@@ -201,13 +202,13 @@
 // user could read, so the names of files the kernel refuses it anyway
 // (/etc/shadow) are not listed. Still shown: a workspace without a disk
 // of its own is a bind whose root field is its host path (the data
-// directory, or the user's directory); the terminal's control directory
-// is at its host path (the state directory and the sandbox's id), which
-// package terminal needs and bash's command line shows anyway; a system
-// directory's submounts, if the host has any; the host's block device
-// names and filesystem options. The control directory and the sandbox's
-// mount points below /tmp appear as empty directories in the sandbox's
-// /tmp when the state directory is under /tmp. RLIMIT_AS bounds virtual
+// directory, or the user's directory); where the control directory is a
+// host directory (rootless, or Linux before 6.15), the root field of its
+// ControlPath mount is its host path (the state directory and the
+// sandbox's id); a system directory's submounts, if the host has any;
+// the host's block device names and filesystem options. A Spec.ReadOnly
+// path below /tmp has its mount point, and the directories on its way,
+// in the sandbox's /tmp. RLIMIT_AS bounds virtual
 // memory, which some runtimes (the JVM) reserve generously. Pdeathsig
 // kills the init if the daemon thread that started it exits; Go only ends
 // threads whose goroutine locked them and returned.

@@ -308,7 +308,7 @@ func TestRmRfRoot(t *testing.T) {
 	b := newBox(t, d, Spec{Workspace: ws})
 	b.must("echo work > file")
 	b.runTimeout("rm -rf --no-preserve-root / 2>/dev/null; true", time.Minute)
-	if got := b.must("ls /usr/bin/bash && cat .git/config"); got != "/usr/bin/bash\ncfg" {
+	if got := b.must("ls /usr/bin/bash && cat .git/config && ls " + ControlPath + "/rc"); got != "/usr/bin/bash\ncfg\n"+ControlPath+"/rc" {
 		t.Fatalf("after rm -rf /: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(b.ws, "file")); err == nil {

@@ -28,11 +28,12 @@ func Example() {
 	}
 	defer sb.Destroy(ctx)
 	term, err := terminal.New(ctx, terminal.Options{
-		Prepare:     sb.Prepare,
-		Started:     sb.Started,
-		InitWrapped: sb.InitWrapped(),
-		ControlDir:  sb.ControlDir(),
-		Dir:         sb.Workdir(),
+		Prepare:          sb.Prepare,
+		Started:          sb.Started,
+		InitWrapped:      sb.InitWrapped(),
+		ControlDir:       sb.ControlDir(),
+		ControlDirInside: sb.ControlDirInside(),
+		Dir:              sb.Workdir(),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err) // a setup failure is a *sandbox.InitError

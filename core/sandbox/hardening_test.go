@@ -129,7 +129,7 @@ func TestNoHostRootFiles(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newBox(t, d, Spec{Owner: c.owner})
-			if got := b.must("id -u; id -g; echo x > f; mkdir -p d/e; touch d/e/g; cp /usr/bin/id tool; chmod 6755 tool 2>/dev/null || echo no-setid; echo t > /tmp/t; cat /tmp/t; cat " + b.sb.ControlDir() + "/rc >/dev/null && echo ctl"); got != "0\n0\nno-setid\nt\nctl" {
+			if got := b.must("id -u; id -g; echo x > f; mkdir -p d/e; touch d/e/g; cp /usr/bin/id tool; chmod 6755 tool 2>/dev/null || echo no-setid; echo t > /tmp/t; cat /tmp/t; cat " + b.sb.ControlDirInside() + "/rc >/dev/null && echo ctl"); got != "0\n0\nno-setid\nt\nctl" {
 				t.Errorf("inside: %q", got)
 			}
 			fi, err := os.Stat(b.ws)
@@ -232,7 +232,7 @@ func TestNothingLeaks(t *testing.T) {
 // the workspace's host path or the data directory its disk is in, not
 // the cgroups above its own (named after the daemon's pid), not the
 // host's hostname, not the /etc files it may not read. The terminal's
-// control directory is at its host path, as package terminal requires.
+// control directory, at ControlPath, is TestMountinfoDataDir's.
 func TestMountinfoNeutral(t *testing.T) {
 	requireRoot(t)
 	m, err := cgroup.Detect(cgroup.Options{Parent: "harnessd-sandbox-test", Logger: slog.New(slog.DiscardHandler)})
@@ -323,5 +323,60 @@ func TestHiddenForReader(t *testing.T) {
 	slices.Sort(names)
 	if strings.Join(names, ",") != "mine,ours" {
 		t.Errorf("covered %v, want mine and ours", names)
+	}
+}
+
+// TestControlDirHostile: the agent can do nothing to the terminal's
+// control directory: not write it, not remount, unmount or cover it,
+// not see another sandbox's; filling what it may write leaves the
+// terminal working; and the host's mount table never has it.
+func TestControlDirHostile(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	b := newBox(t, d, Spec{Limits: Limits{TmpBytes: 1 << 20}})
+	other := newBox(t, d, Spec{})
+	other.must("echo OTHER-" + "SESSION-SECRET > /dev/null")
+	ctl := ControlPath
+	for _, attack := range []string{
+		"touch " + ctl + "/x",
+		"echo 'touch /workspace/pwned' > " + ctl + "/command",
+		"echo 'touch /workspace/pwned' >> " + ctl + "/rc",
+		"chmod 777 " + ctl,
+		"rm -rf " + ctl,
+		"mv " + ctl + " /run/moved",
+		"umount " + ctl,
+		"umount -l " + ctl,
+		"mount -t tmpfs none " + ctl,
+		"mount -o remount,rw " + ctl,
+		"mount --bind /tmp " + ctl,
+		"unshare -rm sh -c 'mount -t tmpfs none " + ctl + "'",
+		"grep -rl OTHER-SESSION" + "-SECRET / --include=command 2>/dev/null",
+	} {
+		code, out := b.run(attack)
+		if code == 0 {
+			t.Errorf("attack %q worked inside: %s", attack, out)
+		}
+		t.Logf("%-60s exit %d %.80q", attack, code, out)
+	}
+	if got := b.must("grep -c ' " + ctl + " ' /proc/self/mountinfo; cat " + ctl + "/rc | grep -c PS1="); got != "1\n1" {
+		t.Errorf("the control directory after the attacks: %q", got)
+	}
+	// What it may write, full: the terminal writes elsewhere.
+	b.run("cat /dev/zero > /tmp/fill 2>/dev/null; true")
+	if got := b.must("cd / && echo alive"); got != "alive" {
+		t.Errorf("after the attacks: %q", got)
+	}
+	if got := b.must("pwd; ls /workspace"); got != "/" {
+		t.Errorf("after the attacks: %q", got)
+	}
+	host, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(host), " - tmpfs harness ") || strings.Contains(string(host), " "+ctl+" ") {
+		t.Errorf("the host's mount table has a control directory:\n%s", host)
+	}
+	if _, err := os.Stat(filepath.Join(d.opts.StateDir, b.sb.ID(), "ctl")); err == nil {
+		t.Errorf("the control directory is a directory under the state directory")
 	}
 }

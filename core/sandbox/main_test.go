@@ -117,13 +117,14 @@ func newBox(t testing.TB, d *Native, spec Spec) *box {
 
 func termOptions(sb Sandbox) terminal.Options {
 	return terminal.Options{
-		Prepare:     sb.Prepare,
-		Started:     sb.Started,
-		InitWrapped: sb.InitWrapped(),
-		ControlDir:  sb.ControlDir(),
-		Dir:         sb.Workdir(),
-		KillGrace:   300 * time.Millisecond,
-		SoftTimeout: 20 * time.Second,
+		Prepare:          sb.Prepare,
+		Started:          sb.Started,
+		InitWrapped:      sb.InitWrapped(),
+		ControlDir:       sb.ControlDir(),
+		ControlDirInside: sb.ControlDirInside(),
+		Dir:              sb.Workdir(),
+		KillGrace:        300 * time.Millisecond,
+		SoftTimeout:      20 * time.Second,
 	}
 }
 

@@ -35,6 +35,8 @@ type Native struct {
 
 	disksMu sync.Mutex
 	disks   map[string]bool // ids of this driver's sandboxes with a disk, which Cleanup leaves alone
+
+	ctlOnce sync.Once // the warning that control directories are host directories
 }
 
 type hideEntry struct {
@@ -158,28 +160,35 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	s := &nativeSandbox{d: d, spec: spec, dir: dir, ctl: filepath.Join(dir, "ctl"), root: filepath.Join(dir, "root")}
 	s.uid, s.gid = d.hostIDs(spec.Owner)
+	undo := func() {
+		os.RemoveAll(dir)
+		s.closeControl()
+	}
 	hidden, err := d.hidden(filepath.Join(sys, "etc"), s.reader())
 	if err != nil {
-		os.RemoveAll(dir)
+		undo()
 		return nil, err
 	}
 	// The root is made here only for an init of the daemon's own user:
 	// any other mounts its own where it can reach (initConfig), and a
 	// directory made for nothing costs each start an inode allocation,
 	// dear on a file system where sandboxes come and go.
-	made := []string{s.ctl}
+	var made []string
+	if !s.controlMount(ctx) {
+		made = append(made, s.ctl)
+	}
 	if s.uid == os.Geteuid() {
 		made = append(made, s.root)
 	}
 	for _, p := range made {
 		if err := os.Mkdir(p, 0o700); err != nil {
-			os.RemoveAll(dir)
+			undo()
 			return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 		}
 	}
 	fresh, err := s.handOver()
 	if err != nil {
-		os.RemoveAll(dir)
+		undo()
 		return nil, fmt.Errorf("sandbox %s: %w", spec.ID, err)
 	}
 	s.diskBy = s.makeDisk(ctx, fresh)
@@ -189,7 +198,7 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		if err != nil {
 			s.stopGuard(ctx)
 			s.releaseDisk()
-			os.RemoveAll(dir)
+			undo()
 			return nil, fmt.Errorf("sandbox %s: cgroup: %w", spec.ID, err)
 		}
 		s.group = g
@@ -201,7 +210,7 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		if err != nil {
 			s.stopGuard(ctx)
 			s.releaseDisk()
-			os.RemoveAll(dir)
+			undo()
 			return nil, fmt.Errorf("sandbox %s: git guard: %w", spec.ID, err)
 		}
 		s.cfg.HeadRule = &headRuleConfig{Devs: devs}
@@ -235,8 +244,9 @@ func (d *Native) hostIDs(owner *User) (uid, gid int) {
 }
 
 // handOver gives the sandbox's host user what it must own when that is
-// not the daemon's: the control directory (its shell reads the
-// terminal's files there), the proxy's socket (the init connects to it),
+// not the daemon's: the control directory, unless it is a control mount,
+// the user's from the start (its shell reads the terminal's files
+// there), the proxy's socket (the init connects to it),
 // and the workspace directory itself when the daemon made it (owned by the
 // daemon and empty: it becomes the sandbox user's, mode 0700). A directory
 // with something in it keeps its owner and mode, and so does what is in
@@ -249,8 +259,10 @@ func (s *nativeSandbox) handOver() (fresh bool, err error) {
 	if s.uid == os.Geteuid() {
 		return false, nil
 	}
-	if err := os.Lchown(s.ctl, s.uid, s.gid); err != nil {
-		return false, err
+	if s.ctlMount == nil { // a control mount is the sandbox user's from the start
+		if err := os.Lchown(s.ctl, s.uid, s.gid); err != nil {
+			return false, err
+		}
 	}
 	if s.spec.Network == NetworkProxy {
 		if err := unix.Fchownat(unix.AT_FDCWD, s.spec.ProxySocket, s.uid, s.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -519,8 +531,9 @@ func pidNamespacePidMax() bool {
 type nativeSandbox struct {
 	d        *Native
 	spec     Spec
-	dir      string // state directory: ctl below it, and root if the init is the daemon's user
-	ctl      string
+	dir      string   // state directory: ctl below it (but for a control mount), and root if the init is the daemon's user
+	ctl      string   // the control directory as the daemon reaches it: under dir, or ctlMount's /proc/self/fd path
+	ctlMount *os.File // the control directory's own tmpfs, attached nowhere (controlMount), or nil
 	root     string
 	uid, gid int      // the sandbox's root on the host
 	sources  []source // what the init inherits, open, from initSourceFD on
@@ -579,6 +592,9 @@ func (s *nativeSandbox) Workdir() string    { return s.spec.Workdir }
 func (s *nativeSandbox) ControlDir() string { return s.ctl }
 func (s *nativeSandbox) InitWrapped() bool  { return true }
 
+// ControlDirInside is ControlPath.
+func (s *nativeSandbox) ControlDirInside() string { return ControlPath }
+
 // source is what the daemon opens for the init, in Prepare.
 type source struct {
 	path string
@@ -636,16 +652,17 @@ func (s *nativeSandbox) initConfig(hidden []hiddenPath, sys string) initConfig {
 		Hidden:     hidden,
 		Workdir:    s.spec.Workdir,
 		Protected:  s.spec.Protected,
-		ControlDir: s.ctl,
+		ControlDir: ControlPath,
 		TmpBytes:   s.spec.Limits.TmpBytes,
 		Hostname:   s.spec.Hostname,
 		NewNet:     s.spec.Network != NetworkHost,
 	}
 	// Clones where the init is not the daemon's user (see initConfig),
-	// else paths.
+	// else paths; a control mount is cloned whoever the init is: no
+	// path leads to it.
 	clones := s.uid != os.Geteuid()
 	add := func(path string, how int) Source {
-		if !clones && how != openPath {
+		if !clones && how != openPath && (path != s.ctl || s.ctlMount == nil) {
 			return Source{Path: path}
 		}
 		s.sources = append(s.sources, source{path, how})
@@ -873,7 +890,7 @@ const standardPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 func (s *nativeSandbox) shellEnv(env []string) []string {
 	over := []string{"PATH=" + standardPath, "HOME=" + s.spec.Workdir, "HOSTNAME=" + s.spec.Hostname}
 	if s.guard != nil {
-		over = append(over, "GIT_CONFIG_SYSTEM="+filepath.Join(s.ctl, guardGitConfigName))
+		over = append(over, "GIT_CONFIG_SYSTEM="+filepath.Join(ControlPath, guardGitConfigName))
 		if s.guard.headRule() {
 			over = append(over, kernelRuleGitEnv...)
 		}
@@ -1203,6 +1220,9 @@ func (s *nativeSandbox) destroy(ctx context.Context) error {
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, err)
 	}
+	// Prepare, which clones it, refuses from now on (destroyed); a
+	// terminal still writing holds a descriptor of its own.
+	s.closeControl()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("destroy sandbox %s: %w", s.spec.ID, err)
 	}

@@ -64,17 +64,17 @@ func TestFilesystem(t *testing.T) {
 		return b.must(`awk -v mp="$(readlink -f ` + mp + `)" '$5 == mp {o = $6} END {print o}' /proc/self/mountinfo`)
 	}
 	for mp, want := range map[string][]string{
-		"/":               {"ro", "nosuid", "nodev"},
-		"/usr":            {"ro", "nosuid", "nodev"},
-		"/etc":            {"ro", "nosuid", "nodev"},
-		"/workspace":      {"rw", "nosuid", "nodev"},
-		"/tmp":            {"rw", "nosuid", "nodev"},
-		"/proc":           {"rw", "nosuid", "nodev", "noexec"},
-		"/proc/sys":       {"ro"},
-		"/dev":            {"ro", "nosuid", "noexec"},
-		"/dev/null":       {"ro", "nosuid", "noexec"},
-		"/dev/pts":        {"rw", "nosuid", "noexec"},
-		b.sb.ControlDir(): {"ro", "nosuid", "nodev", "noexec"},
+		"/":                     {"ro", "nosuid", "nodev"},
+		"/usr":                  {"ro", "nosuid", "nodev"},
+		"/etc":                  {"ro", "nosuid", "nodev"},
+		"/workspace":            {"rw", "nosuid", "nodev"},
+		"/tmp":                  {"rw", "nosuid", "nodev"},
+		"/proc":                 {"rw", "nosuid", "nodev", "noexec"},
+		"/proc/sys":             {"ro"},
+		"/dev":                  {"ro", "nosuid", "noexec"},
+		"/dev/null":             {"ro", "nosuid", "noexec"},
+		"/dev/pts":              {"rw", "nosuid", "noexec"},
+		b.sb.ControlDirInside(): {"ro", "nosuid", "nodev", "noexec"},
 	} {
 		got := "," + opts(mp) + ","
 		for _, w := range want {
@@ -95,7 +95,7 @@ func TestFilesystem(t *testing.T) {
 	if got := b.must("ls /dev | tr '\\n' ' '"); got != "console fd full null ptmx pts random shm stderr stdin stdout tty urandom zero" {
 		t.Errorf("/dev: %q", got)
 	}
-	ctl := b.sb.ControlDir()
+	ctl := b.sb.ControlDirInside()
 	if got := b.must("test -r " + ctl + "/rc && ! touch " + ctl + "/x 2>/dev/null && echo ok"); got != "ok" {
 		t.Errorf("control dir: %q", got)
 	}
@@ -328,6 +328,10 @@ func TestInvalidSpec(t *testing.T) {
 		{Workspace: ws, Network: NetworkProxy},
 		{Workspace: ws, Limits: Limits{Pids: -1}},
 		{Workspace: ws, Env: []string{"NOEQUALS"}},
+		{Workspace: ws, Workdir: ControlPath},
+		{Workspace: ws, Workdir: "/run"},
+		{Workspace: ws, ReadOnly: []string{"/run"}},
+		{Workspace: ws, ReadOnly: []string{ControlPath + "/x"}},
 	} {
 		if _, err := d.Create(context.Background(), spec); !errors.Is(err, ErrInvalidSpec) {
 			t.Errorf("Create(%+v): %v, want ErrInvalidSpec", spec, err)

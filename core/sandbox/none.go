@@ -54,11 +54,12 @@ type noneSandbox struct {
 	once        sync.Once
 }
 
-func (s *noneSandbox) ID() string         { return s.id }
-func (s *noneSandbox) Workdir() string    { return s.ws }
-func (s *noneSandbox) ControlDir() string { return s.ctl }
-func (s *noneSandbox) InitWrapped() bool  { return false }
-func (s *noneSandbox) Started(int) error  { return nil }
+func (s *noneSandbox) ID() string               { return s.id }
+func (s *noneSandbox) Workdir() string          { return s.ws }
+func (s *noneSandbox) ControlDir() string       { return s.ctl }
+func (s *noneSandbox) ControlDirInside() string { return s.ctl }
+func (s *noneSandbox) InitWrapped() bool        { return false }
+func (s *noneSandbox) Started(int) error        { return nil }
 
 // Prepare only adds Spec.Env: the command runs as it is.
 func (s *noneSandbox) Prepare(cmd *exec.Cmd) error {

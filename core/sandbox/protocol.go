@@ -29,7 +29,7 @@ type initConfig struct {
 	Workspace    Source
 	Workdir      string
 	Protected    []string
-	ControlDir   string // where the control directory appears inside (its host path)
+	ControlDir   string // where the control directory appears inside (ControlPath)
 	ControlFrom  Source
 	TmpBytes     int64
 	Hostname     string

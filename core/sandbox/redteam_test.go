@@ -217,22 +217,46 @@ func TestGitWritesThroughLinks(t *testing.T) {
 	}
 }
 
-// TestMountinfoDataDir_RedTeam: the daemon keeps sandboxes' state under
-// its data directory (daemon.RunDir defaults to DATA/run, the state in
-// RUN/sandboxes), and the terminal's control directory is mounted at its
-// host path: so even with a disk, mountinfo inside names the data
-// directory (and the sandbox's id), which issue 16 item 6 and the README
-// ("names neither the data directory (with a disk)") say it does not.
-// TestMountinfoNeutral misses it: its state directory is elsewhere.
-func TestMountinfoDataDir_RedTeam(t *testing.T) {
-	redTeam(t, "mountinfo names the data directory through the control directory's mount")
+// TestMountinfoDataDir: the daemon keeps sandboxes' state under its data
+// directory (daemon.RunDir defaults to DATA/run, the state in
+// RUN/sandboxes), and the terminal's control directory was mounted at its
+// host path: so even with a disk, mountinfo inside named the data
+// directory and the sandbox's id, as the bind's mount point and as its
+// root, which issue 16 item 6 and the README ("names neither the data
+// directory (with a disk)") say it does not. (Red team, issue 16;
+// TestMountinfoNeutral missed it: its state directory is elsewhere.) Now
+// the control directory is a tmpfs of its own at ControlPath, and the
+// shell still reads its commands there.
+func TestMountinfoDataDir(t *testing.T) {
 	requireRoot(t)
 	data := filepath.Join(t.TempDir(), "harnessd-data")
 	opts := NativeOptions{StateDir: filepath.Join(data, "run", "sandboxes"), DiskDir: filepath.Join(data, "disks")}
 	d := newDriver(t, opts)
-	b := newBox(t, d, Spec{Limits: Limits{DiskBytes: 32 << 20}})
-	if mi := b.must("cat /proc/self/mountinfo"); strings.Contains(mi, data) {
+	const id = "sb-mountinfo-probe"
+	b := newBox(t, d, Spec{ID: id, Limits: Limits{DiskBytes: 32 << 20}})
+	mi := b.must("cat /proc/self/mountinfo")
+	if strings.Contains(mi, data) {
 		t.Errorf("mountinfo inside names the data directory %s:\n%s", data, mi)
+	}
+	var ctl []string
+	for _, l := range strings.Split(mi, "\n") {
+		if f := strings.Fields(l); len(f) > 4 && f[4] == ControlPath {
+			ctl = append(ctl, l)
+		}
+	}
+	if len(ctl) != 1 {
+		t.Fatalf("want one mount at %s, got %q:\n%s", ControlPath, ctl, mi)
+	}
+	if f := strings.Fields(ctl[0]); f[3] != "/" || strings.Contains(ctl[0], id) {
+		t.Errorf("the control directory's mount names its source (root %q) or the sandbox's id %s: %s", f[3], id, ctl[0])
+	}
+	// The shell reads its commands from there: output, and a cd that
+	// lasts to the next command.
+	if got := b.must("echo out; cd /tmp"); got != "out" {
+		t.Errorf("echo: %q", got)
+	}
+	if got := b.must("pwd"); got != "/tmp" {
+		t.Errorf("cd did not last: pwd %q", got)
 	}
 }
 

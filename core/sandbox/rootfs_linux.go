@@ -130,7 +130,7 @@ func buildRoot(cfg *initConfig) error {
 		}
 	}
 	// /tmp, /proc and /dev come before the binds at host paths, which may
-	// lie below them (a control directory under /tmp).
+	// lie below them (a read-only path under /tmp).
 	if err := mkdir(in("tmp"), 0o755); err != nil {
 		return err
 	}
@@ -185,10 +185,10 @@ func buildRoot(cfg *initConfig) error {
 		return err
 	}
 
-	// The terminal's control directory, at the same path as on the host
-	// and read-only: the terminal writes its files from the host side, the
-	// shell only reads them, and so `rm -rf /` cannot cut the terminal off
-	// from its shell.
+	// The terminal's control directory, read-only at a fixed path
+	// (ControlPath, whatever the daemon's is): the terminal writes its
+	// files from the host side, the shell only reads them, and so `rm -rf
+	// /` cannot cut the terminal off from its shell.
 	if _, _, err := bindIn(rootFd, cfg.ControlDir, true, cfg.ControlFrom, bindOnly, roFlags|unix.MS_NOEXEC); err != nil {
 		return err
 	}

@@ -32,6 +32,8 @@ var rootlessCommands = []string{
 	"unshare -r true",
 	"ulimit -u",
 	"echo x > .git/config",
+	`awk '$5 == "/run/harness" {print $5}' /proc/self/mountinfo`,
+	"touch /run/harness/x",
 }
 
 type rootlessResult struct {
@@ -137,6 +139,10 @@ func TestRootless(t *testing.T) {
 	want("unshare -r true", -1, "")
 	want("ulimit -u", 0, "50")
 	want("echo x > .git/config", -1, "")
+	// A rootless daemon cannot make the control directory a filesystem
+	// of its own (controlMount), but it is at ControlPath all the same.
+	want(`awk '$5 == "/run/harness" {print $5}' /proc/self/mountinfo`, 0, ControlPath)
+	want("touch /run/harness/x", -1, "")
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(ws, "f"), &st); err != nil || st.Uid != nobody {
 		t.Errorf("workspace file on the host: %v, uid %d, want %d", err, st.Uid, nobody)

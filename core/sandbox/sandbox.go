@@ -28,7 +28,8 @@ type Driver interface {
 // by package terminal:
 //
 //	terminal.Options{Prepare: sb.Prepare, Started: sb.Started,
-//		ControlDir: sb.ControlDir(), Dir: sb.Workdir(), InitWrapped: sb.InitWrapped()}
+//		ControlDir: sb.ControlDir(), ControlDirInside: sb.ControlDirInside(),
+//		Dir: sb.Workdir(), InitWrapped: sb.InitWrapped()}
 //
 // Every shell the terminal starts (the first, and each rebuild) gets a
 // fresh sandbox over the same workspace.
@@ -37,9 +38,14 @@ type Sandbox interface {
 	ID() string
 	// Workdir is the workspace's path as the shell sees it.
 	Workdir() string
-	// ControlDir is a host directory visible at the same path inside,
-	// read-write, for the terminal's control files.
+	// ControlDir is where the terminal writes its control files: a host
+	// directory, or /proc/self/fd/N of one the sandbox holds open (a
+	// filesystem of its own, attached nowhere on the host), valid until
+	// Destroy: open it before, as terminal.New does.
 	ControlDir() string
+	// ControlDirInside is where the shell finds that directory, read-only
+	// (ControlPath in the native driver's sandboxes).
+	ControlDirInside() string
 	// InitWrapped reports whether the process Prepare makes is an init
 	// whose one child is the shell (terminal.Options.InitWrapped).
 	InitWrapped() bool
@@ -79,6 +85,13 @@ const ProxyAddr = "127.0.0.1:3128"
 
 // DefaultWorkdir is where the workspace appears inside a sandbox.
 const DefaultWorkdir = "/workspace"
+
+// ControlPath is where the native driver's sandboxes see the terminal's
+// control directory: a fixed path, so that nothing inside names where the
+// daemon keeps it. No image has it (the root above the system
+// directories is the init's own tmpfs), and Spec.Workdir and
+// Spec.ReadOnly may not lie on it, above it or below it.
+const ControlPath = "/run/harness"
 
 // DefaultHostname is a sandbox's hostname unless Spec.Hostname says
 // otherwise.
@@ -265,6 +278,9 @@ func (spec Spec) withDefaults() (Spec, error) {
 	if !path.IsAbs(spec.Workdir) || path.Clean(spec.Workdir) != spec.Workdir || spec.Workdir == "/" {
 		return bad("workdir %q must be a clean absolute path other than /", spec.Workdir)
 	}
+	if onControlPath(spec.Workdir) {
+		return bad("workdir %q: %s is the terminal's control directory", spec.Workdir, ControlPath)
+	}
 	if spec.Protected == nil {
 		spec.Protected = DefaultProtected
 	}
@@ -277,6 +293,9 @@ func (spec Spec) withDefaults() (Spec, error) {
 	for _, p := range spec.ReadOnly {
 		if !path.IsAbs(p) || strings.ContainsRune(p, 0) {
 			return bad("read-only path %q must be absolute", p)
+		}
+		if onControlPath(p) {
+			return bad("read-only path %q: %s is the terminal's control directory", p, ControlPath)
 		}
 	}
 	switch spec.Network {
@@ -318,4 +337,11 @@ func (spec Spec) withDefaults() (Spec, error) {
 		}
 	}
 	return spec, nil
+}
+
+// onControlPath reports whether a bind at p would cover ControlPath or lie
+// in it.
+func onControlPath(p string) bool {
+	p = path.Clean(p)
+	return p == ControlPath || strings.HasPrefix(ControlPath, p+"/") || strings.HasPrefix(p, ControlPath+"/")
 }

@@ -45,8 +45,8 @@ type Config struct {
 
 	// Sandbox is where the shell runs; nil means on the host (driver
 	// "none"). The session owns it: Close destroys it. Its terminal
-	// options (Prepare, Started, ControlDir, Dir, InitWrapped) replace
-	// those in Terminal.
+	// options (Prepare, Started, ControlDir, ControlDirInside, Dir,
+	// InitWrapped) replace those in Terminal.
 	Sandbox sandbox.Sandbox
 	// Driver names the sandbox's driver in sandbox_started ("none" when
 	// Sandbox is nil).
@@ -135,6 +135,7 @@ func SandboxTerminal(opts terminal.Options, sb sandbox.Sandbox) terminal.Options
 	opts.Prepare = sb.Prepare
 	opts.Started = sb.Started
 	opts.ControlDir = sb.ControlDir()
+	opts.ControlDirInside = sb.ControlDirInside()
 	opts.Dir = sb.Workdir()
 	opts.InitWrapped = sb.InitWrapped()
 	return opts

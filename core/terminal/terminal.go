@@ -45,10 +45,16 @@ type Options struct {
 
 	Cols, Rows int // window size; default 200x50
 
-	// ControlDir holds the files the shell reads commands from. It must be
-	// visible at the same path inside the shell's sandbox. Default: a new
-	// temporary directory, removed on Close.
+	// ControlDir holds the files the shell reads commands from, as the
+	// terminal reaches it to write them: a directory, or a
+	// /proc/self/fd/N path to one, which New opens once and writes
+	// through until Close. Default: a new temporary directory, removed
+	// on Close.
 	ControlDir string
+	// ControlDirInside is where the shell finds that directory: a
+	// sandbox may show it at a path of its own (sandbox.ControlPath).
+	// Default: ControlDir.
+	ControlDirInside string
 
 	// Prepare, if set, adjusts the bash command before it starts (a sandbox
 	// driver wraps it here).
@@ -239,7 +245,8 @@ type Terminal struct {
 	opts    Options
 	ctlDir  string
 	ownsCtl bool
-	files   ctlFiles
+	ctl     *os.Root // the control directory, where the terminal writes
+	files   ctlFiles // as the shell names them
 
 	mu      sync.Mutex // one call at a time: Run, the watcher's interrupt, Close
 	sh      *shell
@@ -292,12 +299,20 @@ type Terminal struct {
 	wg      sync.WaitGroup
 }
 
-// ctlFiles are the files in the control directory that bash sources.
+// ctlFiles are the files in the control directory that bash sources, by
+// their paths inside the shell's sandbox.
 type ctlFiles struct {
 	rc     string // the prompt protocol; --rcfile, and sourced again after exec bash
 	cmd    string // the command text
 	status string // "return N": restores $? where harnessd ran something first
 }
+
+// The control files' names.
+const (
+	rcName     = "rc"
+	cmdName    = "command"
+	statusName = "status"
+)
 
 // cmdState is what the terminal knows about the running command.
 type cmdState struct {
@@ -364,13 +379,25 @@ func New(ctx context.Context, opts Options) (*Terminal, error) {
 	} else if err := os.MkdirAll(t.ctlDir, 0o700); err != nil {
 		return nil, fmt.Errorf("control dir: %w", err)
 	}
-	t.files = ctlFiles{
-		rc:     filepath.Join(t.ctlDir, "rc"),
-		cmd:    filepath.Join(t.ctlDir, "command"),
-		status: filepath.Join(t.ctlDir, "status"),
-	}
+	// Written through a descriptor of the terminal's own: a
+	// /proc/self/fd/N path a sandbox hands out names another directory
+	// once its N is closed and reused, and a write after Close fails
+	// rather than land there.
 	var err error
-	if t.wd, err = opens.watch(t.ctlDir, filepath.Base(t.files.cmd)); err != nil {
+	if t.ctl, err = os.OpenRoot(t.ctlDir); err != nil {
+		t.removeCtl()
+		return nil, fmt.Errorf("control dir: %w", err)
+	}
+	inside := opts.ControlDirInside
+	if inside == "" {
+		inside = t.ctlDir
+	}
+	t.files = ctlFiles{
+		rc:     filepath.Join(inside, rcName),
+		cmd:    filepath.Join(inside, cmdName),
+		status: filepath.Join(inside, statusName),
+	}
+	if t.wd, err = opens.watch(t.ctlDir, cmdName); err != nil {
 		opts.Logger.Warn("terminal: a command handed over in a file is taken as read", "err", err)
 	}
 	t.cleaner = clean.NewWriter(&t.sink)
@@ -396,6 +423,9 @@ func (t *Terminal) closeIno() {
 }
 
 func (t *Terminal) removeCtl() {
+	if t.ctl != nil {
+		t.ctl.Close()
+	}
 	if t.ownsCtl {
 		os.RemoveAll(t.ctlDir)
 	}
@@ -430,7 +460,7 @@ func (t *Terminal) start(ctx context.Context) error {
 	t.cut.reset()
 	t.disp.reset()
 	t.cleaner.Reset(&t.sink)
-	if err := writeCtl(t.files.rc, []byte(t.rcText())); err != nil {
+	if err := t.writeCtl(rcName, []byte(t.rcText())); err != nil {
 		return fmt.Errorf("write shell rc: %w", err)
 	}
 	sh, err := startShell(&t.opts, t.files.rc)
@@ -913,13 +943,13 @@ func (t *Terminal) sendFile(cmd string) error {
 	}
 	line := " " + src + "\n"
 	if t.last.opt("xtrace") {
-		if err := writeCtl(t.files.status, fmt.Appendf(nil, "return %d\n", t.last.ExitCode)); err != nil {
+		if err := t.writeCtl(statusName, fmt.Appendf(nil, "return %d\n", t.last.ExitCode)); err != nil {
 			return fmt.Errorf("write command: %w", err)
 		}
 		text = "{ set -x; " + restore + "; } 2>/dev/null; " + cmd
 		line = " { set +x; } 2>/dev/null; " + src + "\n"
 	}
-	if err := writeCtl(t.files.cmd, []byte(text)); err != nil {
+	if err := t.writeCtl(cmdName, []byte(text)); err != nil {
 		return fmt.Errorf("write command: %w", err)
 	}
 	t.drainOpens() // harnessd's own open, just now
@@ -1200,7 +1230,7 @@ func (t *Terminal) raiseNofile(ctx context.Context, k *call, cur uint64) error {
 // something of its own at the prompt.
 func (t *Terminal) restoreStatus(ctx context.Context) error {
 	want := t.last.ExitCode
-	if err := writeCtl(t.files.status, fmt.Appendf(nil, "return %d\n", want)); err != nil {
+	if err := t.writeCtl(statusName, fmt.Appendf(nil, "return %d\n", want)); err != nil {
 		return err
 	}
 	line := " " + source + shellQuote(t.files.status) + "\n"
@@ -2092,9 +2122,17 @@ func sigName(s syscall.Signal) string {
 // the shell runs as one), and a sandboxed bash runs as a user who is not
 // the daemon's, so a file only the daemon could read would be unreadable
 // to it ("bash: Permission denied" for every sourced command).
-func writeCtl(path string, data []byte) error {
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+func (t *Terminal) writeCtl(name string, data []byte) error {
+	f, err := t.ctl.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return err
 	}
-	return os.Chmod(path, 0o644) // an older file keeps its mode through WriteFile
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return t.ctl.Chmod(name, 0o644) // an older file keeps its mode through O_TRUNC
 }

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "876ad703c706a98b9dcddc37118df0d8fb1c5bd558274b5c0305a0f62f1561fb",
-	"arm64": "e0db4c364baaac87529289b0718af69d6264a8ae21c71c9e873e14dbfc212509",
+	"amd64": "3651eb48bb3e5548d6397307e984b4f8888587e0a620faf8879d449d0bf707ad",
+	"arm64": "87621b504296b2b5f8724668ee3731b0b9a0c8648aadfebd1370c2e5ec8d12a2",
 }

@@ -29,7 +29,8 @@ var errTooBig = errors.New("too many entries")
 // The repository's own logs, hooks, worktrees and modules are not
 // walked: upload-pack reads none of them. A symlink git itself takes as
 // a symbolic ref (a target in refs/, as old gits wrote HEAD) is not
-// followed, and allowed.
+// followed, and allowed. A commondir (a linked worktree's gitdir, whose
+// refs and objects are elsewhere) is refused too.
 //
 // This is a check before the clone, not a lock: an agent of a session
 // still working in the source could plant a link after it (where the
@@ -78,6 +79,11 @@ func checkGitDir(gitDir string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("cannot check its git directory: %v", unwrapPath(err))
+	}
+	// A commondir makes this a linked worktree's gitdir: git reads the
+	// refs and objects of the directory it names, wherever that is.
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		return fmt.Errorf("reads its refs and objects from %s (.git/commondir): a linked worktree's git directory, not a repository; name the main repository (an agent's session may have left the file: see the README)", strings.TrimSpace(string(b)))
 	}
 	for _, name := range []string{"alternates", "http-alternates"} {
 		if from := borrowed(filepath.Join(gitDir, "objects", "info", name)); from != "" {

@@ -42,6 +42,7 @@ func TestCheckGitDir(t *testing.T) {
 		{"alternates", func(g string) {
 			os.WriteFile(filepath.Join(g, "objects/info/alternates"), []byte("\n/else/objects\n"), 0o644)
 		}, "borrows objects from /else/objects"},
+		{"commondir", func(g string) { os.WriteFile(filepath.Join(g, "commondir"), []byte("/else/.git\n"), 0o644) }, "/else/.git (.git/commondir)"},
 		{"http-alternates", func(g string) {
 			os.WriteFile(filepath.Join(g, "objects/info/http-alternates"), []byte("http://x/\n"), 0o644)
 		}, "http-alternates"},

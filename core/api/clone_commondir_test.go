@@ -9,20 +9,17 @@ import (
 	"testing"
 )
 
-// TestRed17CloneCommondir: checkGitDir looks for symlinks and alternates,
-// not at .git/commondir, a plain file naming the repository's common
-// directory elsewhere: upload-pack then serves that repository's refs
-// and objects. In a directory of the user's, commondir is pinned in the
+// TestGitCloneRefusesCommondir: .git/commondir, a plain file naming the
+// repository's common directory elsewhere, has upload-pack serve that
+// repository's refs and objects, so a --git clone refuses a source with
+// one (a red team's break, issue 16). In a directory of the user's, commondir is pinned in the
 // repositories the first shell finds; a repository the agent made is
 // the dedicated uid's (a client's own upload-pack refuses it, root's
 // daemon git trusts the source by safe.directory), and one past the
 // first shell's scan limit is not pinned at all.
-func TestRed17CloneCommondir(t *testing.T) {
+func TestGitCloneRefusesCommondir(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to connect as another uid")
-	}
-	if os.Getenv("HARNESSD_RED") != "1" {
-		t.Skip("known break: a --git source's .git/commondir serves another repository (HARNESSD_RED=1 runs it)")
 	}
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
@@ -58,14 +55,11 @@ func TestRed17CloneCommondir(t *testing.T) {
 			code, body := curlAs(t, td.socket, c.client, "POST", "/v1/sessions", fmt.Sprintf(`{"id":"cd-%s","git":{"repo":%q}}`, c.name, repo))
 			if code == 201 {
 				out := run(t, td.cl, "cd-"+c.name, "git log --all --oneline 2>&1; cat secret 2>&1; git show HEAD:secret 2>&1")
-				if strings.Contains(out.Output, "the private repository's secret") {
-					t.Errorf("the clone served the private repository: %s", out.Output)
-				} else {
-					t.Logf("made, without the secret: %s", out.Output)
-				}
-				return
+				t.Fatalf("the clone was made: %s", out.Output)
 			}
-			t.Logf("refused: %d %s", code, body)
+			if code != 400 || !strings.Contains(body, ".git/commondir") {
+				t.Errorf("%d %s, want 400 naming .git/commondir", code, body)
+			}
 		})
 	}
 }

@@ -84,10 +84,14 @@ type gitGuard struct {
 
 	mu   sync.Mutex
 	base map[devIno]bool // the user's own repositories (gitdirs, bare ones)
-	// own are those repositories as arm was given them, and execs the
-	// exec lines of their rebases' to-do lists then (gittodo_linux.go).
-	own   []Repo
-	execs map[string][]string
+	// own are those repositories as arm was given them, and bases what
+	// their rebases' state held then (gittodo_linux.go), by path; held
+	// are the shared bases the guard holds (takeBase). A sweeper takes
+	// its bases from a record instead.
+	own     []Repo
+	bases   map[string]todoBase
+	held    []devIno
+	sweeper bool
 	// armed is set once the base is known; until then what the watch
 	// sees waits in pending (missed: more than maxPending came, and
 	// arm sweeps the workspace instead).
@@ -239,19 +243,29 @@ func within(p, dir string) bool {
 // what it has seen since it started.
 func (g *gitGuard) arm(repos []Repo) {
 	g.mu.Lock()
+	if g.bases == nil {
+		g.bases = map[string]todoBase{}
+	}
 	for _, r := range repos {
 		// A .git file counts too: its gitdir is elsewhere (and pinned),
 		// but a later sweep finds the file itself among what the init
 		// reports, and must leave it the user's.
-		if id, ok := g.idOf(r.Path); ok {
-			g.base[id] = true
+		id, ok := g.idOf(r.Path)
+		if !ok {
+			continue
+		}
+		g.base[id] = true
+		if !g.sweeper && !r.File && !r.Stray && !r.Half {
+			gitdir := r.Path
+			g.bases[gitdir] = takeBase(id, func() todoBase { return readBase(g.wsFd, gitdir) })
+			g.held = append(g.held, id)
 		}
 	}
-	g.own, g.execs = repos, readTodos(g.wsFd, repos)
-	execs := g.execs
+	g.own = repos
+	bases := g.bases
 	g.mu.Unlock()
 	if g.record != "" {
-		b, _ := json.Marshal(guardRecord{Workspace: g.ws, User: g.user, GID: g.gid, Owner: g.owner, Repos: repos, Execs: execs})
+		b, _ := json.Marshal(guardRecord{Workspace: g.ws, User: g.user, GID: g.gid, Owner: g.owner, Repos: repos, Bases: bases})
 		if err := os.WriteFile(g.record, b, 0o600); err != nil {
 			g.log.Warn("sandbox git guard: no record for a daemon that dies", "err", err)
 		}
@@ -882,6 +896,7 @@ func (s *nativeSandbox) stopGuard(ctx context.Context) {
 	s.guard.stop(ctx)
 	s.guard.sweepAll()
 	s.guard.disarmTodos()
+	s.guard.releaseBases()
 	s.guard.closeWs()
 	if s.guard.rule != nil {
 		s.guard.pruneInits(true)
@@ -898,16 +913,34 @@ func (g *gitGuard) disarmTodos() {
 	if g.wsFd < 0 || g.unarmed || !g.armed {
 		return
 	}
-	for _, did := range disarmTodos(g.wsFd, g.own, g.execs) {
-		g.log.Warn("sandbox git guard: a rebase to-do list of the user's held what the sandbox wrote", "workspace", g.ws, "list", did)
+	for _, r := range g.own {
+		if r.File || r.Stray || r.Half {
+			continue
+		}
+		for _, did := range disarmRepo(g.wsFd, r.Path, g.bases[r.Path]) {
+			g.log.Warn("sandbox git guard: a rebase or cherry-pick in progress in a repository of the user's held what the sandbox wrote", "workspace", g.ws, "what", did)
+		}
+	}
+}
+
+// releaseBases lets go of the shared bases the guard holds, once it has
+// applied the rule.
+func (g *gitGuard) releaseBases() {
+	g.mu.Lock()
+	held := g.held
+	g.held = nil
+	g.mu.Unlock()
+	for _, id := range held {
+		releaseBase(id)
 	}
 }
 
 // armRecord arms a sweeper with what a record says.
 func (g *gitGuard) armRecord(r guardRecord) {
+	g.sweeper = true
 	g.arm(r.Repos)
 	g.mu.Lock()
-	g.execs = r.Execs
+	g.bases = r.Bases
 	g.mu.Unlock()
 }
 
@@ -923,7 +956,7 @@ type guardRecord struct {
 	Workspace        string
 	User, GID, Owner int
 	Repos            []Repo              // the user's own
-	Execs            map[string][]string // their to-do lists' exec lines at arm
+	Bases            map[string]todoBase // what their rebases' state held at arm, by repository
 }
 
 // cleanupGuards sweeps the workspace of every sandbox a daemon that died

@@ -72,9 +72,13 @@ func TestDisarmTooBig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(ws)
-	did := disarmTodos(ws, []Repo{{Path: ".git"}}, nil)
+	did := disarmRepo(ws, ".git", todoBase{})
 	got, _ := os.ReadFile(filepath.Join(gitdir, "git-rebase-todo"))
-	aside, _ := os.ReadFile(filepath.Join(gitdir, "git-rebase-todo.sandbox"))
+	asides, _ := filepath.Glob(filepath.Join(gitdir, "git-rebase-todo.sandbox-*"))
+	if len(asides) != 1 {
+		t.Fatalf("set aside as %v", asides)
+	}
+	aside, _ := os.ReadFile(asides[0])
 	if len(did) != 1 || len(execLines(string(got))) != 0 || !strings.Contains(string(got), "too big") || string(aside) != big {
 		t.Errorf("did %q; the list now %q; set aside %d bytes of %d", did, got, len(aside), len(big))
 	}

@@ -37,14 +37,14 @@ const red17Rebase = `H=$(git rev-parse HEAD) && P=$(git rev-parse HEAD~1) && mkd
 echo refs/heads/main > head-name && echo $H > onto && echo $H > orig-head && touch interactive &&
 echo 1 > msgnum && echo 2 > end && : > done && printf "pick $P c\npick $P c\n" > git-rebase-todo && cd ../..`
 
-// TestRed17Strategy: rebase-merge/strategy (and sequencer/opts's
+// TestGitRebaseStrategy: rebase-merge/strategy (and sequencer/opts's
 // options.strategy, a cherry-pick's) name the merge strategy the user's
 // git runs as "git merge-NAME": a NAME with a slash makes git exec
 // git-merge-NAME as a path, relative to the worktree, which the agent
-// writes. The to-do rule only looks at exec lines.
-func TestRed17Strategy(t *testing.T) {
+// writes (red team 17). The rule removes a strategy git does not have
+// built in, and sequencer options naming one, at the session's end.
+func TestGitRebaseStrategy(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, "rebase-merge/strategy and sequencer/opts strategy run a workspace file at the user's git rebase/cherry-pick --continue")
 	d := newDriver(t, NativeOptions{})
 	ws, marker, git := userDir(t)
 	red17Repo(t, git, filepath.Join(ws, "a"))
@@ -66,13 +66,13 @@ func TestRed17Strategy(t *testing.T) {
 	noMarks(t, marker, "the user (git cherry-pick --continue)", status+"\n"+out)
 }
 
-// TestRed17TodoRewriteBlocked: the rule rewrites a to-do list through
-// NAME.harnessd (O_EXCL) and sets a too big one aside as NAME.sandbox
-// (rename): a directory the agent made under either name makes the rule
-// fail, and it only logs, leaving the exec line for the user's git.
-func TestRed17TodoRewriteBlocked(t *testing.T) {
+// TestGitTodoRewriteBlocked: the rule once rewrote a to-do list through
+// NAME.harnessd (O_EXCL) and set a too big one aside as NAME.sandbox: a
+// directory the agent made under either name made it fail, leaving the
+// exec line for the user's git (red team 17). Names now carry a random
+// part, and what cannot be rewritten has its rebase moved aside.
+func TestGitTodoRewriteBlocked(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, "a directory git-rebase-todo.harnessd (or .sandbox) makes the to-do rule fail open")
 	d := newDriver(t, NativeOptions{})
 	ws, marker, git := userDir(t)
 	red17Repo(t, git, filepath.Join(ws, "a"))
@@ -123,14 +123,13 @@ func TestRed17StrayHeadDirChown(t *testing.T) {
 	}
 }
 
-// TestRed17TwoSessions: the to-do rule's baseline is the to-do list at
-// each session's first shell. A second session over the same directory,
+// TestGitTodoTwoSessions: a second session over the same directory,
 // started while the first's agent has an exec line in the to-do list,
-// takes that line for the user's own: the first's end disarms it, the
-// second's agent writes it back, and the second's end keeps it.
-func TestRed17TwoSessions(t *testing.T) {
+// took that line for the user's own: the first's end disarmed it, the
+// second's agent wrote it back, and the second's end kept it (red team
+// 17). The base is now one for all the live sessions over a repository.
+func TestGitTodoTwoSessions(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, "a second session over the same directory keeps the first's exec lines as the user's")
 	d := newDriver(t, NativeOptions{})
 	ws, marker, git := userDir(t)
 	red17Repo(t, git, ws)

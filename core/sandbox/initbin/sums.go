@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "3651eb48bb3e5548d6397307e984b4f8888587e0a620faf8879d449d0bf707ad",
-	"arm64": "87621b504296b2b5f8724668ee3731b0b9a0c8648aadfebd1370c2e5ec8d12a2",
+	"amd64": "6e0894865931c19169dfa1e9c2a3a5037f767cb4845c8edc7a9cc962412cf800",
+	"arm64": "45e51f2ce91e3b99ff29dccfe27b76049bcdc4975d6f166b0fa96133e7888416",
 }

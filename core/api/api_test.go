@@ -292,9 +292,14 @@ func TestHundredSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	slowDone := make(chan event.CmdOutput, 1)
+	// The slow command runs until the test releases it (or a minute
+	// passes): the hundred sessions must all finish meanwhile, however
+	// loaded the machine, unless they wait for it.
+	release := filepath.Join(t.TempDir(), "release")
 	go func() {
 		// Not run(): a t.Fatal here would leave the test waiting forever.
-		obs, err := td.cl.Act(ctx, "slow", event.SourceUser, event.CmdRun{Command: "sleep 4; echo slept"})
+		slow := fmt.Sprintf("for i in $(seq 1 1200); do [ -e %s ] && break; sleep 0.05; done; echo slept", release)
+		obs, err := td.cl.Act(ctx, "slow", event.SourceUser, event.CmdRun{Command: slow})
 		out, _ := obs.Payload.(event.CmdOutput)
 		if err != nil {
 			out.Note = "error: " + err.Error()
@@ -344,6 +349,9 @@ func TestHundredSessions(t *testing.T) {
 	case out = <-slowDone:
 		t.Errorf("the slow command finished (%+v) before the 100 sessions did: they waited for it", out)
 	default:
+		if err := os.WriteFile(release, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		out = <-slowDone
 	}
 	if out.Output != "slept\n" {

@@ -120,6 +120,9 @@ type gitGuard struct {
 	rule   kernelRule
 	inits  []guardedInit
 	notify bool
+	// since is when the guard was made, before the sandbox's first
+	// shell: a directory born before it is the user's (see predates).
+	since time.Time
 }
 
 // headRule reports whether new HEADs are refused in the user's
@@ -168,7 +171,7 @@ func newGitGuard(ws string, user, gid, owner int, log *slog.Logger) (*gitGuard, 
 
 // newGitGuardSweeper is a guard that does not watch: it only sweeps.
 func newGitGuardSweeper(ws string, user, gid, owner int, log *slog.Logger) (*gitGuard, error) {
-	g := &gitGuard{ws: ws, user: user, gid: gid, owner: owner, log: log, wsFd: -1, base: map[devIno]bool{}}
+	g := &gitGuard{ws: ws, user: user, gid: gid, owner: owner, log: log, wsFd: -1, base: map[devIno]bool{}, since: time.Now()}
 	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0) // not O_PATH: open_by_handle_at refuses one
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: ws, Err: err}
@@ -445,6 +448,16 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 		g.log.Info("sandbox git guard: removed a .git the agent made as a hard link to another file", "path", where)
 		return
 	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR && g.headRule() && g.predates(fd) {
+		// A directory of the user's from before the session, that the
+		// agent renamed to .git or added objects, refs or commondir to
+		// (beside a HEAD git would not take): under the HEAD rule it gets
+		// no HEAD it did not have (and a HEAD it had is pinned, whole
+		// where it would do), so it is no repository, and a handover
+		// would only take it from the user.
+		g.log.Debug("sandbox git guard: left a directory of the user's from before the session theirs", "path", where)
+		return
+	}
 	if err := g.handOver(fd, &st); err != nil {
 		g.log.Error("sandbox git guard: could not hand a repository the agent made to the sandbox's uid: the user's git on the host would trust it",
 			"path", where, "err", err)
@@ -463,6 +476,17 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 		g.logTotalLocked()
 		g.lastTotal = now
 	}
+}
+
+// predates reports whether the directory fd (O_PATH) was born before the
+// guard was made, where the filesystem keeps birth times (which nothing
+// in the sandbox can set).
+func (g *gitGuard) predates(fd int) bool {
+	var stx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
+		return false
+	}
+	return time.Unix(stx.Btime.Sec, int64(stx.Btime.Nsec)).Before(g.since)
 }
 
 // headDirs are the directories of a gitdir, below its top, where git

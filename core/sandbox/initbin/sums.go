@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "6e0894865931c19169dfa1e9c2a3a5037f767cb4845c8edc7a9cc962412cf800",
-	"arm64": "45e51f2ce91e3b99ff29dccfe27b76049bcdc4975d6f166b0fa96133e7888416",
+	"amd64": "dc6270f5ef8765c5fa288446e01f4832810837bda3df90e508a3fa235ecb1210",
+	"arm64": "798c0e6b52f7bee039e3aa8a4c8d6e428dc9196cade82835d317405ae2fd2db2",
 }

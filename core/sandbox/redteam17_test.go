@@ -92,15 +92,16 @@ func TestGitTodoRewriteBlocked(t *testing.T) {
 	}
 }
 
-// TestRed17StrayHeadDirChown: a directory of the user's that already
+// TestGitUserDirStrayHeadKept: a directory of the user's that already
 // holds an entry named HEAD git would not take (not a valid HEAD, or a
 // directory) is no repository and is not pinned whole; the agent adds
 // commondir (or objects and refs), which the HEAD rule allows, and the
-// guard's bareLike hands the user's own directory, the workspace's top
-// even, to the dedicated uid.
-func TestRed17StrayHeadDirChown(t *testing.T) {
+// guard's bareLike handed the user's own directory, the workspace's top
+// even, to the dedicated uid (red team 17). Under the HEAD rule a
+// directory born before the session is no longer handed over: it can
+// get no HEAD, so it is no repository.
+func TestGitUserDirStrayHeadKept(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, "a user's directory holding a file named HEAD is handed to the dedicated uid once the agent adds commondir")
 	d := newDriver(t, NativeOptions{})
 	ws, _, _ := userDir(t)
 	for _, p := range []string{"HEAD", "data/HEAD", "docs/HEAD/x"} {
@@ -155,10 +156,10 @@ func TestGitTodoTwoSessions(t *testing.T) {
 	noMarks(t, marker, "the user", out)
 }
 
-// TestRed17RenameFileToGit (holds): the agent renames files of the
+// TestGitUserFileRenamedToGit (holds): the agent renames files of the
 // user's (one link, and one it linked a second name to) to .git: the
 // HEAD rule refuses both, so neither changes owner nor is removed.
-func TestRed17RenameFileToGit(t *testing.T) {
+func TestGitUserFileRenamedToGit(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
 	ws, _, _ := userDir(t)
@@ -188,14 +189,13 @@ func TestRed17RenameFileToGit(t *testing.T) {
 	}
 }
 
-// TestRed17RenameDirToGit: a directory of the user's (made before the
-// session) renamed to .git is a new .git directory and is handed to the
-// dedicated uid, which sticks after the agent renames it back: the
-// user's own directory changes owner (the worktree top of a repository
-// of theirs, renamed so, makes their git refuse it as dubious).
-func TestRed17RenameDirToGit(t *testing.T) {
+// TestGitUserDirRenamedToGit: a directory of the user's (made before the
+// session) renamed to .git was a new .git directory and was handed to the
+// dedicated uid, which stuck after the agent renamed it back: the user's
+// own directory changed owner (red team 17). Under the HEAD rule it is
+// no longer handed over (it can get no HEAD).
+func TestGitUserDirRenamedToGit(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, "a user's directory renamed to .git and back is the dedicated uid's")
 	d := newDriver(t, NativeOptions{})
 	ws, _, _ := userDir(t)
 	os.MkdirAll(filepath.Join(ws, "docs"), 0o755)

@@ -13,7 +13,8 @@ import (
 // user's (a session over their repository) could leave in its .git a
 // branch that is a symlink to a ref of another, private repository of
 // the same user's, a pack that is a link to that repository's pack, or
-// that repository's objects in objects/info/alternates. When the user
+// that repository's objects in objects/info/alternates, or name its git
+// directory in commondir (a linked worktree's). When the user
 // next makes a session that clones the repository (--git), upload-pack,
 // reading as the user, would follow each, and the new session's agent
 // would read the private repository (a red team's break, issue 16). The
@@ -78,6 +79,9 @@ func TestGitCloneRefusesLinks(t *testing.T) {
 			os.Lchown(link, 65533, 65533)
 			alternates(git)
 		},
+		"commondir": func(git string) {
+			os.WriteFile(filepath.Join(git, "commondir"), []byte(filepath.Join(private, ".git")+"\n"), 0o644)
+		},
 		"alternates": func(git string) {
 			// The branch copied in as a file: no link at all.
 			b, _ := os.ReadFile(filepath.Join(private, ".git", "refs", "heads", "secret"))
@@ -85,7 +89,7 @@ func TestGitCloneRefusesLinks(t *testing.T) {
 			alternates(git)
 		},
 	}
-	want := map[string]string{"ref": "refs/heads/review-me", "alternates": "objects/info/alternates", "pack": "symbolic link", "packed-refs": "packed-refs"}
+	want := map[string]string{"ref": "refs/heads/review-me", "alternates": "objects/info/alternates", "pack": "symbolic link", "packed-refs": "packed-refs", "commondir": ".git/commondir"}
 	for name, do := range plant {
 		t.Run(name, func(t *testing.T) {
 			repo := filepath.Join(dir, "repo-"+name)

@@ -295,27 +295,31 @@ func isLinkAt(dir int, name string) bool {
 	return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
 }
 
-// openParent opens the directory of rel (beneath dir, no link on the
-// way) and returns it with rel's last name.
-func openParent(dir int, rel string) (int, string, error) {
-	parent, name := path.Split(rel)
-	fd, err := openBeneath(dir, path.Clean(parent))
-	return fd, name, err
+// statBeneath opens the directory of rel (beneath dir, no link on the
+// way) and stats rel's last name there, not following it: ok is false
+// (and nothing is open) if either is missing. The caller closes parent.
+func statBeneath(dir int, rel string) (parent int, name string, st unix.Stat_t, ok bool) {
+	p, name := path.Split(rel)
+	parent, err := openBeneath(dir, path.Clean(p))
+	if err != nil {
+		return -1, "", st, false
+	}
+	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		unix.Close(parent)
+		return -1, "", st, false
+	}
+	return parent, name, st, true
 }
 
 // disarmFile removes file (beneath the git directory dir) if it is a
 // link, or if it changed from prev (had: it was there) and is bad; if it
 // cannot, it moves the state directory it is in aside.
 func disarmFile(dir int, file, state, prev string, had bool, bad func(string) bool) string {
-	parent, name, err := openParent(dir, file)
-	if err != nil {
+	parent, name, st, ok := statBeneath(dir, file)
+	if !ok {
 		return ""
 	}
 	defer unix.Close(parent)
-	var st unix.Stat_t
-	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-		return ""
-	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFLNK:
 	case unix.S_IFREG:
@@ -335,15 +339,11 @@ func disarmFile(dir int, file, state, prev string, had bool, bad func(string) bo
 // disarmTodo applies the rule to the to-do list of the git directory
 // dir, keeping the exec lines in keep.
 func disarmTodo(dir int, keep []string) string {
-	parent, name, err := openParent(dir, todoFile)
-	if err != nil {
+	parent, name, st, ok := statBeneath(dir, todoFile)
+	if !ok {
 		return ""
 	}
 	defer unix.Close(parent)
-	var st unix.Stat_t
-	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-		return ""
-	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 	case unix.S_IFLNK:

@@ -122,7 +122,9 @@ type gitGuard struct {
 	notify bool
 	// since is when the guard was made, before the sandbox's first
 	// shell: a directory born before it is the user's (see predates).
+	// ruled is a sweeper's headRule: whether its sandbox had the rule.
 	since time.Time
+	ruled bool
 }
 
 // headRule reports whether new HEADs are refused in the user's
@@ -268,7 +270,8 @@ func (g *gitGuard) arm(repos []Repo) {
 	bases := g.bases
 	g.mu.Unlock()
 	if g.record != "" {
-		b, _ := json.Marshal(guardRecord{Workspace: g.ws, User: g.user, GID: g.gid, Owner: g.owner, Repos: repos, Bases: bases})
+		b, _ := json.Marshal(guardRecord{Workspace: g.ws, User: g.user, GID: g.gid, Owner: g.owner, Repos: repos, Bases: bases,
+			Since: g.since, Ruled: g.headRule()})
 		if err := os.WriteFile(g.record, b, 0o600); err != nil {
 			g.log.Warn("sandbox git guard: no record for a daemon that dies", "err", err)
 		}
@@ -448,7 +451,7 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 		g.log.Info("sandbox git guard: removed a .git the agent made as a hard link to another file", "path", where)
 		return
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR && g.headRule() && g.predates(fd) {
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR && (g.headRule() || g.ruled) && g.predates(fd) {
 		// A directory of the user's from before the session, that the
 		// agent renamed to .git or added objects, refs or commondir to
 		// (beside a HEAD git would not take): under the HEAD rule it gets
@@ -965,6 +968,9 @@ func (g *gitGuard) armRecord(r guardRecord) {
 	g.arm(r.Repos)
 	g.mu.Lock()
 	g.bases = r.Bases
+	if r.Ruled && !r.Since.IsZero() {
+		g.since, g.ruled = r.Since, true
+	}
 	g.mu.Unlock()
 }
 
@@ -981,6 +987,10 @@ type guardRecord struct {
 	User, GID, Owner int
 	Repos            []Repo              // the user's own
 	Bases            map[string]todoBase // what their rebases' state held at arm, by repository
+	// Since and Ruled are the guard's since and headRule: a directory
+	// born before Since stays the user's where the rule held.
+	Since time.Time
+	Ruled bool
 }
 
 // cleanupGuards sweeps the workspace of every sandbox a daemon that died

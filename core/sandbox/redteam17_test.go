@@ -196,22 +196,33 @@ func TestGitUserFileRenamedToGit(t *testing.T) {
 // no longer handed over (it can get no HEAD).
 func TestGitUserDirRenamedToGit(t *testing.T) {
 	requireRoot(t)
-	d := newDriver(t, NativeOptions{})
-	ws, _, _ := userDir(t)
-	os.MkdirAll(filepath.Join(ws, "docs"), 0o755)
-	os.MkdirAll(filepath.Join(ws, "x"), 0o755)
-	filepath.Walk(ws, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, userDirOwner, userDirOwner) })
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.must(`cd /workspace && mv docs x/.git && sleep 0.3 && mv x/.git docs; ls -ln; true`))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.Stat(filepath.Join(ws, "docs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if uid := st.Sys().(*syscall.Stat_t).Uid; uid != userDirOwner {
-		t.Errorf("the user's directory docs is now uid %d's", uid)
+	// Renamed back before the end, and left as .git for the sweep of the
+	// next daemon after one that died (the record says the rule held).
+	for _, mode := range []string{"destroyed", "daemon died"} {
+		t.Run(mode, func(t *testing.T) {
+			state := t.TempDir()
+			d := newDriver(t, NativeOptions{StateDir: state})
+			ws, _, _ := userDir(t)
+			os.MkdirAll(filepath.Join(ws, "docs"), 0o755)
+			os.MkdirAll(filepath.Join(ws, "x"), 0o755)
+			filepath.Walk(ws, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, userDirOwner, userDirOwner) })
+			b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+			after, end := "docs", b.sb.Destroy
+			if mode == "daemon died" {
+				after, end = "x/.git", newDriver(t, NativeOptions{StateDir: state}).Cleanup
+			}
+			t.Log(b.must(`cd /workspace && mv docs x/.git && sleep 0.3 && { [ ` + after + ` = x/.git ] || mv x/.git docs; }; ls -ln; true`))
+			b.term.Close()
+			if err := end(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(filepath.Join(ws, after))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if uid := st.Sys().(*syscall.Stat_t).Uid; uid != userDirOwner {
+				t.Errorf("the user's directory docs (now %s) is uid %d's", after, uid)
+			}
+		})
 	}
 }

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "dc6270f5ef8765c5fa288446e01f4832810837bda3df90e508a3fa235ecb1210",
-	"arm64": "798c0e6b52f7bee039e3aa8a4c8d6e428dc9196cade82835d317405ae2fd2db2",
+	"amd64": "db0ec7ee5b9daa958ff7700cd54e2566a953cd5c004d85a23741a9e7417b78d1",
+	"arm64": "5a4dca1c88b7a1f2f10116c0bec6cb65d293f80bfdd1d2a38921feee849ba67e",
 }

@@ -425,6 +425,26 @@ func (e *env) raw(t *testing.T, req string) (*http.Response, string) {
 	return resp, string(body)
 }
 
+// tryGet sends req on a new connection and returns the response's
+// status, or 0 if the connection failed on the way.
+func (e *env) tryGet(req string) int {
+	c, err := net.Dial("unix", e.sock)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		return 0
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // connect opens a tunnel to target and returns the connection after the
 // 200, with a reader holding anything read past it.
 func (e *env) connect(t *testing.T, target string) (net.Conn, *bufio.Reader) {

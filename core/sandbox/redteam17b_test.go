@@ -46,3 +46,66 @@ func TestGitAmApplyOpt(t *testing.T) {
 		t.Errorf("the user's %s, outside the workspace, rewritten by git am --skip: %.40q", victim, got)
 	}
 }
+
+// red17bRebaseIn is red17Rebase for the git directory $G (a worktree's)
+// and its branch $B, run in the main worktree.
+const red17bRebaseIn = `H=$(git rev-parse $B) && P=$(git rev-parse $B~1) && mkdir -p $G/rebase-merge &&
+echo $B > $G/rebase-merge/head-name && echo $H > $G/rebase-merge/onto && echo $H > $G/rebase-merge/orig-head && touch $G/rebase-merge/interactive &&
+echo 1 > $G/rebase-merge/msgnum && echo 2 > $G/rebase-merge/end && : > $G/rebase-merge/done`
+
+// TestGitTodoWalkFlooded: the rule walks a repository's worktrees/* and
+// modules/** git directories at the end, at most 1000 of them (and
+// 1000 names a directory): the agent makes a thousand directories in
+// .git/worktrees that the walk meets before the user's own worktree,
+// whose rebase it left with an exec line. Holds: the user's
+// .git/worktrees and .git/modules are read-only inside.
+func TestGitTodoWalkFlooded(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red17Repo(t, git, ws)
+	if out, err := git(ws, "worktree", "add", "-q", "wt"); err != nil {
+		t.Fatal(out)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(`cd /workspace && G=/workspace/.git/worktrees/wt B=refs/heads/wt && ` + red17bRebaseIn + ` && printf 'exec touch MARK/flooded\n' > $G/rebase-merge/git-rebase-todo &&
+	cd /workspace/.git/worktrees && i=0 && while :; do mkdir x$i 2>&1 || break; i=$((i+1)); if [ $((i % 500)) = 0 ] && [ $i -ge 1500 ]; then n=$(ls -U | grep -nx wt | cut -d: -f1); [ "$n" -gt 1100 ] && break; fi; [ $i -ge 20000 ] && break; done; echo made $i, wt at $(ls -U | grep -nx wt)`)))
+	b.term.Close()
+	if err := b.sb.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	todo, _ := os.ReadFile(filepath.Join(ws, ".git", "worktrees", "wt", "rebase-merge", "git-rebase-todo"))
+	t.Logf("the worktree's to-do after: %q", todo)
+	out, _ := git(filepath.Join(ws, "wt"), "-c", "core.editor=true", "rebase", "--continue")
+	noMarks(t, marker, "the user (git rebase --continue in their worktree)", out)
+}
+
+// TestGitRebaseStrategyOpts: the rule keeps a strategy git "has built
+// in", but resolve (and octopus) is git's shell script git-merge-resolve,
+// run with rebase-merge/strategy_opts as "--OPT" arguments that it hands
+// unquoted to git read-tree: strategy_opts "--index-output=PATH" makes
+// the user's `git rebase --continue` write an index over PATH, any file
+// of the user's outside the workspace.
+func TestGitRebaseStrategyOpts(t *testing.T) {
+	requireRoot(t)
+	redTeam(t, "rebase-merge/strategy resolve with strategy_opts --index-output=PATH rewrites a file of the user's outside the workspace at git rebase --continue")
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red17Repo(t, git, ws)
+	home := t.TempDir()
+	os.Chown(home, userDirOwner, userDirOwner)
+	victim := filepath.Join(home, ".profile")
+	os.WriteFile(victim, []byte("mine\n"), 0o644)
+	os.Chown(victim, userDirOwner, userDirOwner)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(red17Rebase + ` && echo resolve > .git/rebase-merge/strategy && echo "'--index-output=` + victim + `'" > .git/rebase-merge/strategy_opts && cat .git/rebase-merge/strategy_opts`))
+	b.term.Close()
+	if err := b.sb.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := git(ws, "-c", "core.editor=true", "rebase", "--continue")
+	t.Log(out)
+	if got, _ := os.ReadFile(victim); string(got) != "mine\n" {
+		t.Errorf("the user's %s, outside the workspace, rewritten by git rebase --continue: %.40q", victim, got)
+	}
+}

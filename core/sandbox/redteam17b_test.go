@@ -109,3 +109,43 @@ func TestGitRebaseStrategyOpts(t *testing.T) {
 		t.Errorf("the user's %s, outside the workspace, rewritten by git rebase --continue: %.40q", victim, got)
 	}
 }
+
+// TestGitRerereMergeRR: .git/MERGE_RR (rerere's list of conflicted paths,
+// NUL-separated "ID\tPATH") is read with no check of PATH, and rerere is
+// on wherever .git/rr-cache exists (rerere.enabled unset): the agent
+// makes rr-cache/ID and a MERGE_RR naming a file of the user's outside
+// the workspace, and the user's next plain `git commit` (builtin/commit
+// runs rerere after every commit) copies that file, "the user's
+// resolution", to .git/rr-cache/ID/postimage, where the next session
+// over the directory reads it: any file the user can read.
+func TestGitRerereMergeRR(t *testing.T) {
+	requireRoot(t)
+	redTeam(t, ".git/MERGE_RR naming a file outside the workspace: the user's next git commit copies it into .git/rr-cache for the next session to read")
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red17Repo(t, git, ws)
+	home := t.TempDir()
+	os.Chown(home, userDirOwner, userDirOwner)
+	os.Chmod(home, 0o700)
+	secret := filepath.Join(home, "id_ed25519")
+	os.WriteFile(secret, []byte("PRIVATE KEY OF THE USER\n"), 0o600)
+	os.Chown(secret, userDirOwner, userDirOwner)
+	spec := Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}}
+	const id = "0123456789012345678901234567890123456789"
+	b := newBox(t, d, spec)
+	t.Log(b.must(`mkdir -p .git/rr-cache/` + id + ` && printf '%s\t%s\0' ` + id + ` ` + secret + ` > .git/MERGE_RR && cat ` + secret + ` 2>&1; true`))
+	b.term.Close()
+	if err := b.sb.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "f"), []byte("the user's change\n"), 0o644)
+	out, _ := git(ws, "commit", "-qam", "mine")
+	t.Log("the user's git commit: ", out)
+	b = newBox(t, d, spec)
+	got := b.must(`cat .git/rr-cache/` + id + `/postimage 2>&1; true`)
+	b.term.Close()
+	b.sb.Destroy(context.Background())
+	if strings.Contains(got, "PRIVATE KEY") {
+		t.Errorf("the next session read the user's %s, outside the workspace: %q", secret, got)
+	}
+}

@@ -149,3 +149,42 @@ func TestGitRerereMergeRR(t *testing.T) {
 		t.Errorf("the next session read the user's %s, outside the workspace: %q", secret, got)
 	}
 }
+
+// TestGitOldDirNoHead (holds): ways to give a directory of the user's
+// from before the session a HEAD, or a .git, without making a new entry
+// named HEAD by open/mkdir: a hard link, a rename, an exchange with a
+// HEAD the agent made in its own directory, O_TMPFILE and linkat, cp -a
+// and tar of a repository over it; then objects and refs beside it. The
+// user's git on the host must find no repository there.
+func TestGitOldDirNoHead(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	os.MkdirAll(filepath.Join(ws, "data", "sub"), 0o755)
+	os.WriteFile(filepath.Join(ws, "data", "notes"), []byte("mine\n"), 0o644)
+	filepath.Walk(ws, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, userDirOwner, userDirOwner) })
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(`cd /workspace && git init -q new 2>&1; ls new/.git >/dev/null 2>&1 && echo new is a repo; sleep 0.3; ls -lnd new/.git;
+	ln new/.git/HEAD data/HEAD 2>&1; mv new/.git/HEAD data/HEAD 2>&1; mv new/.git data/.git 2>&1; mv new/.git data/sub/.git 2>&1; python3 -c '
+import os, ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open("data/sub", os.O_WRONLY | 0o20000000 | os.O_DIRECTORY, 0o644)
+os.write(fd, b"ref: refs/heads/main\n")
+r = libc.linkat(fd, b"", -100, b"data/sub/HEAD", 0x1000)
+print("tmpfile linkat AT_EMPTY_PATH", r, ctypes.get_errno())
+r = libc.linkat(-100, ("/proc/self/fd/%d" % fd).encode(), -100, b"data/sub/HEAD", 0x400)
+print("tmpfile linkat proc", r, ctypes.get_errno())
+r = libc.renameat2(-100, b"new/.git/HEAD", -100, b"data/notes", 2)
+print("exchange with a user file", r, ctypes.get_errno())
+' 2>&1; cp -a new/.git/. data/ 2>&1 | grep HEAD; tar -C new/.git -cf - . 2>/dev/null | tar -C data/sub -xf - 2>&1 | grep HEAD;
+	mkdir -p data/objects data/refs data/sub/objects data/sub/refs; printf '[core]\n\tfsmonitor = "touch MARK/olddir; false"\n' > data/config; cp data/config data/sub/config; ls -la data data/sub data/.git data/sub/.git 2>&1 | grep -i "head\|git"; cat data/notes; true`)))
+	b.term.Close()
+	if err := b.sb.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"data", "data/sub"} {
+		out, _ := git(filepath.Join(ws, dir), "--git-dir=.", "status")
+		out2, _ := git(filepath.Join(ws, dir), "rev-parse", "--git-dir")
+		noMarks(t, marker, "the user (in "+dir+")", out+out2)
+	}
+}

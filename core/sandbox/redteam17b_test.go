@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -202,4 +203,28 @@ print("exchange with a user file", r, ctypes.get_errno())
 		out2, _ := git(filepath.Join(ws, dir), "rev-parse", "--git-dir")
 		noMarks(t, marker, "the user (in "+dir+")", out+out2)
 	}
+}
+
+// TestGitRebaseStrategyCR: the rule trims a strategy's spaces before
+// asking whether git has it built in, git only a last "\n" (or "\r\n"):
+// "ort\r" is kept as ort, and git runs the program git-merge-ort\r,
+// found on the user's PATH, which the agent can write where that PATH
+// holds a directory of the workspace (a project's bin, direnv's PATH_add).
+func TestGitRebaseStrategyCR(t *testing.T) {
+	requireRoot(t)
+	redTeam(t, `rebase-merge/strategy "ort\r": the rule trims it to ort, git runs git-merge-ort\r from PATH`)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red17Repo(t, git, ws)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(`mkdir -p bin && printf '#!/bin/sh\ntouch MARK/strategy-cr\nexit 1\n' > "bin/git-merge-ort$(printf '\r')" && chmod +x bin/* && ` + red17Rebase + ` && printf 'ort\r' > .git/rebase-merge/strategy; echo done`)))
+	b.term.Close()
+	if err := b.sb.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "git", "-c", "core.editor=true", "rebase", "--continue")
+	cmd.Dir = ws
+	cmd.Env = append(append(os.Environ(), gitEnv...), "PATH="+filepath.Join(ws, "bin")+":"+os.Getenv("PATH"))
+	out, _ := cmd.CombinedOutput()
+	noMarks(t, marker, "the user (git rebase --continue, the workspace's bin on PATH)", string(out))
 }

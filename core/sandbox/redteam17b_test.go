@@ -228,3 +228,31 @@ func TestGitRebaseStrategyCR(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	noMarks(t, marker, "the user (git rebase --continue, the workspace's bin on PATH)", string(out))
 }
+
+// TestGitSequencerOptsSpelled (holds): sequencer/opts spelled otherwise,
+// for git's config parser (a section and key in capitals on one line, a
+// value continued over a line, an include of a file the agent wrote,
+// which git_config_from_file does not follow): removed, or not read.
+func TestGitSequencerOptsSpelled(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	opts := []string{`[Options]STRATEGY=x/../evil`, `[options]\n\tstrategy = x/..\\\n/evil`, `[include]\n\tpath = ../../inc`}
+	var sh []string
+	for i, o := range opts {
+		r := "r" + strconv.Itoa(i)
+		red17Repo(t, git, filepath.Join(ws, r))
+		sh = append(sh, `cd /workspace/`+r+` && mkdir -p git-merge-x && printf '#!/bin/sh\ntouch MARK/`+r+`\nexit 1\n' > evil && chmod +x evil && printf '[options]\n\tstrategy = x/../evil\n' > inc &&
+	mkdir -p .git/sequencer && git rev-parse HEAD > .git/sequencer/head && P=$(git rev-parse HEAD~1) && printf "pick $P c\npick $P c\n" > .git/sequencer/todo && printf '`+o+`\n' > .git/sequencer/opts`)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(strings.Join(sh, " && ") + `; echo done`)))
+	b.term.Close()
+	if err := b.sb.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range opts {
+		out, _ := git(filepath.Join(ws, "r"+strconv.Itoa(i)), "-c", "core.editor=true", "cherry-pick", "--continue")
+		noMarks(t, marker, "the user (git cherry-pick --continue)", out)
+	}
+}

@@ -256,3 +256,47 @@ func TestGitSequencerOptsSpelled(t *testing.T) {
 		noMarks(t, marker, "the user (git cherry-pick --continue)", out)
 	}
 }
+
+// TestGitUserDirNoBtime: predates reads the directory's birth time, and
+// where the filesystem keeps none (ext4 with 128-byte inodes, as mkfs
+// makes on small or old filesystems; NFS, 9p, some FUSE) takes every
+// directory for new: TestGitUserDirRenamedToGit's break is back there, a
+// directory of the user's renamed to .git and back is handed to the
+// dedicated uid.
+func TestGitUserDirNoBtime(t *testing.T) {
+	requireRoot(t)
+	redTeam(t, "a filesystem with no birth times: a directory of the user's renamed to .git and back changes owner")
+	img := filepath.Join(t.TempDir(), "fs.img")
+	mnt := t.TempDir()
+	os.Chmod(mnt, 0o755)
+	for _, c := range [][]string{{"truncate", "-s", "64M", img}, {"mkfs.ext4", "-q", "-I", "128", img}, {"mount", "-o", "loop", img, mnt}} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Skipf("%v: %v %s", c, err, out)
+		}
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	ws := filepath.Join(mnt, "ws")
+	os.MkdirAll(filepath.Join(ws, "docs"), 0o755)
+	os.MkdirAll(filepath.Join(ws, "x"), 0o755)
+	os.WriteFile(filepath.Join(ws, "docs", "notes"), []byte("mine\n"), 0o644)
+	filepath.Walk(ws, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, userDirOwner, userDirOwner) })
+	if out, _ := exec.Command("stat", "-c", "%w", filepath.Join(ws, "docs")).CombinedOutput(); !strings.HasPrefix(string(out), "-") {
+		t.Skipf("this filesystem keeps birth times: %s", out)
+	}
+	d := newDriver(t, NativeOptions{})
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd /workspace && mv docs x/.git && sleep 0.3 && mv x/.git docs; ls -ln; true`))
+	b.term.Close()
+	if err := b.sb.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"docs", "docs/notes"} {
+		st, err := os.Stat(filepath.Join(ws, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid := st.Sys().(*syscall.Stat_t).Uid; uid != userDirOwner {
+			t.Errorf("the user's %s is now uid %d's", p, uid)
+		}
+	}
+}

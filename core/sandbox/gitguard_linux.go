@@ -85,11 +85,11 @@ type gitGuard struct {
 	mu   sync.Mutex
 	base map[devIno]bool // the user's own repositories (gitdirs, bare ones)
 	// own are those repositories as arm was given them, and bases what
-	// their rebases' state held then (gittodo_linux.go), by path; held
+	// their operations in progress held then (gitstate_linux.go), by path; held
 	// are the shared bases the guard holds (takeBase). A sweeper takes
 	// its bases from a record instead.
 	own     []Repo
-	bases   map[string]todoBase
+	bases   map[string]stateBase
 	held    []devIno
 	sweeper bool
 	// armed is set once the base is known; until then what the watch
@@ -249,7 +249,7 @@ func within(p, dir string) bool {
 func (g *gitGuard) arm(repos []Repo) {
 	g.mu.Lock()
 	if g.bases == nil {
-		g.bases = map[string]todoBase{}
+		g.bases = map[string]stateBase{}
 	}
 	for _, r := range repos {
 		// A .git file counts too: its gitdir is elsewhere (and pinned),
@@ -262,7 +262,7 @@ func (g *gitGuard) arm(repos []Repo) {
 		g.base[id] = true
 		if !g.sweeper && !r.File && !r.Stray && !r.Half {
 			gitdir := r.Path
-			g.bases[gitdir] = takeBase(id, func() todoBase { return readBase(g.wsFd, gitdir) })
+			g.bases[gitdir] = takeBase(id, func() stateBase { return readBase(g.wsFd, gitdir) })
 			g.held = append(g.held, id)
 		}
 	}
@@ -922,7 +922,7 @@ func (s *nativeSandbox) stopGuard(ctx context.Context) {
 	}
 	s.guard.stop(ctx)
 	s.guard.sweepAll()
-	s.guard.disarmTodos()
+	s.guard.asideStates()
 	s.guard.releaseBases()
 	s.guard.closeWs()
 	if s.guard.rule != nil {
@@ -931,10 +931,10 @@ func (s *nativeSandbox) stopGuard(ctx context.Context) {
 	os.Remove(s.guard.record)
 }
 
-// disarmTodos applies the rebase to-do rule (gittodo_linux.go) to the
+// asideStates applies the in-progress rule (gitstate_linux.go) to the
 // user's own repositories, once the sandbox can write no more: at the
 // end, or for a daemon that died. Not before arm: then no agent ran.
-func (g *gitGuard) disarmTodos() {
+func (g *gitGuard) asideStates() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.wsFd < 0 || g.unarmed || !g.armed {
@@ -944,8 +944,8 @@ func (g *gitGuard) disarmTodos() {
 		if r.File || r.Stray || r.Half {
 			continue
 		}
-		for _, did := range disarmRepo(g.wsFd, r.Path, g.bases[r.Path]) {
-			g.log.Warn("sandbox git guard: a rebase or cherry-pick in progress in a repository of the user's held what the sandbox wrote", "workspace", g.ws, "what", did)
+		for _, did := range asideRepo(g.wsFd, r.Path, g.bases[r.Path]) {
+			g.log.Warn("sandbox git guard: an operation in progress (rebase, am, cherry-pick, rerere) in a repository of the user's held what the sandbox wrote", "workspace", g.ws, "what", did)
 		}
 	}
 }
@@ -985,8 +985,8 @@ const guardRecordName = "git-guard.json"
 type guardRecord struct {
 	Workspace        string
 	User, GID, Owner int
-	Repos            []Repo              // the user's own
-	Bases            map[string]todoBase // what their rebases' state held at arm, by repository
+	Repos            []Repo               // the user's own
+	Bases            map[string]stateBase // what their operations in progress held at arm, by repository
 	// Since and Ruled are the guard's since and headRule: a directory
 	// born before Since stays the user's where the rule held.
 	Since time.Time
@@ -1017,7 +1017,7 @@ func (d *Native) cleanupGuards(ctx context.Context) {
 		}
 		g.armRecord(r)
 		g.sweepAll()
-		g.disarmTodos()
+		g.asideStates()
 		g.closeWs()
 		d.opts.Logger.Info("sandbox git guard: swept the workspace of a sandbox an earlier daemon left", "workspace", r.Workspace, "handed_over", g.handed)
 		os.Remove(p)

@@ -41,8 +41,8 @@ echo 1 > msgnum && echo 2 > end && : > done && printf "pick $P c\npick $P c\n" >
 // options.strategy, a cherry-pick's) name the merge strategy the user's
 // git runs as "git merge-NAME": a NAME with a slash makes git exec
 // git-merge-NAME as a path, relative to the worktree, which the agent
-// writes (red team 17). The rule removes a strategy git does not have
-// built in, and sequencer options naming one, at the session's end.
+// writes (red team 17). The rule moves a changed rebase-merge and
+// sequencer aside whole at the session's end.
 func TestGitRebaseStrategy(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
@@ -69,8 +69,8 @@ func TestGitRebaseStrategy(t *testing.T) {
 // TestGitTodoRewriteBlocked: the rule once rewrote a to-do list through
 // NAME.harnessd (O_EXCL) and set a too big one aside as NAME.sandbox: a
 // directory the agent made under either name made it fail, leaving the
-// exec line for the user's git (red team 17). Names now carry a random
-// part, and what cannot be rewritten has its rebase moved aside.
+// exec line for the user's git (red team 17). The rule now rewrites
+// nothing: it moves a changed rebase-merge aside whole.
 func TestGitTodoRewriteBlocked(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
@@ -145,7 +145,9 @@ func TestGitTodoTwoSessions(t *testing.T) {
 	}
 	todo, _ := os.ReadFile(filepath.Join(ws, ".git", "rebase-merge", "git-rebase-todo"))
 	t.Logf("after the first session: %q", todo)
-	b.must(`printf '` + line + `\n' > .git/rebase-merge/git-rebase-todo`)
+	// The same state again: equal to what the second session's base
+	// would hold had it not taken the first's.
+	b.must(red17Rebase + ` && printf '` + line + `\n' > .git/rebase-merge/git-rebase-todo`)
 	b.term.Close()
 	if err := b.sb.Destroy(context.Background()); err != nil {
 		t.Fatal(err)

@@ -29,11 +29,11 @@ printf "'--build-fake-ancestor=VICTIM'" > .git/rebase-apply/apply-opt && cat .gi
 // writes --build-fake-ancestor=PATH there and the user's git writes an
 // index file over PATH (or makes it), any file of the user's outside the
 // workspace: here their ~/.vimrc, and the index holds a path name that
-// is a line of vim script, which their next vim runs. The rebase rule
-// reads no rebase-apply file.
+// is a line of vim script, which their next vim runs (red team 17b:
+// the rule then read no rebase-apply file; now a changed rebase-apply is
+// moved aside at the end).
 func TestGitAmApplyOpt(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, "rebase-apply/apply-opt: --build-fake-ancestor=PATH rewrites a file of the user's outside the workspace (their ~/.vimrc, which then runs the agent's code) at git am --skip")
 	d := newDriver(t, NativeOptions{})
 	ws, marker, git := userDir(t)
 	red17Repo(t, git, ws)
@@ -101,10 +101,10 @@ func TestGitTodoWalkFlooded(t *testing.T) {
 // run with rebase-merge/strategy_opts as "--OPT" arguments that it hands
 // unquoted to git read-tree: strategy_opts "--index-output=PATH" makes
 // the user's `git rebase --continue` write an index over PATH, any file
-// of the user's outside the workspace.
+// of the user's outside the workspace (red team 17b; now the whole
+// rebase-merge is moved aside).
 func TestGitRebaseStrategyOpts(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, "rebase-merge/strategy resolve with strategy_opts --index-output=PATH rewrites a file of the user's outside the workspace at git rebase --continue")
 	d := newDriver(t, NativeOptions{})
 	ws, _, git := userDir(t)
 	red17Repo(t, git, ws)
@@ -133,10 +133,10 @@ func TestGitRebaseStrategyOpts(t *testing.T) {
 // the workspace, and the user's next plain `git commit` (builtin/commit
 // runs rerere after every commit) copies that file, "the user's
 // resolution", to .git/rr-cache/ID/postimage, where the next session
-// over the directory reads it: any file the user can read.
+// over the directory reads it: any file the user can read (red team
+// 17b; now a changed MERGE_RR is moved aside at the end).
 func TestGitRerereMergeRR(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, ".git/MERGE_RR naming a file outside the workspace: the user's next git commit copies it into .git/rr-cache for the next session to read")
 	d := newDriver(t, NativeOptions{})
 	ws, _, git := userDir(t)
 	red17Repo(t, git, ws)
@@ -209,10 +209,10 @@ print("exchange with a user file", r, ctypes.get_errno())
 // asking whether git has it built in, git only a last "\n" (or "\r\n"):
 // "ort\r" is kept as ort, and git runs the program git-merge-ort\r,
 // found on the user's PATH, which the agent can write where that PATH
-// holds a directory of the workspace (a project's bin, direnv's PATH_add).
+// holds a directory of the workspace (a project's bin, direnv's
+// PATH_add) (red team 17b; now the whole rebase-merge is moved aside).
 func TestGitRebaseStrategyCR(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, `rebase-merge/strategy "ort\r": the rule trims it to ort, git runs git-merge-ort\r from PATH`)
 	d := newDriver(t, NativeOptions{})
 	ws, marker, git := userDir(t)
 	red17Repo(t, git, ws)
@@ -232,7 +232,7 @@ func TestGitRebaseStrategyCR(t *testing.T) {
 // TestGitSequencerOptsSpelled (holds): sequencer/opts spelled otherwise,
 // for git's config parser (a section and key in capitals on one line, a
 // value continued over a line, an include of a file the agent wrote,
-// which git_config_from_file does not follow): removed, or not read.
+// which git_config_from_file does not follow): moved aside, or not read.
 func TestGitSequencerOptsSpelled(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
@@ -262,7 +262,8 @@ func TestGitSequencerOptsSpelled(t *testing.T) {
 // makes on small or old filesystems; NFS, 9p, some FUSE) takes every
 // directory for new: TestGitUserDirRenamedToGit's break is back there, a
 // directory of the user's renamed to .git and back is handed to the
-// dedicated uid.
+// dedicated uid. Known, left open: the user keeps access (ACL); the
+// README says so.
 func TestGitUserDirNoBtime(t *testing.T) {
 	requireRoot(t)
 	redTeam(t, "a filesystem with no birth times: a directory of the user's renamed to .git and back changes owner")

@@ -25,10 +25,10 @@ func redTeam(t *testing.T, what string) {
 // rebases there): the agent could leave an interactive rebase in progress
 // whose to-do list has an exec line, which the user's git on the host
 // runs at `git rebase --continue` (as `git status` tells them to). When
-// the session ends, every exec line the sandbox added is disarmed (a
-// comment), a to-do list or rebase-merge that is a link is removed, and
-// the user's own exec lines are kept (a red team's break, issue 16).
-// Git inside still rebases, exec lines and all.
+// the session ends, a rebase the sandbox left in progress or changed (or
+// a link in its place) is moved aside, and one of the user's it did not
+// touch is kept (a red team's break, issue 16). Git inside still
+// rebases, exec lines and all.
 func TestGitRebaseTodo(t *testing.T) {
 	requireRoot(t)
 	// Where the init's rule holds, the agent can make no link in the
@@ -64,11 +64,14 @@ func TestGitRebaseTodo(t *testing.T) {
 			repo(ws)
 			repo(filepath.Join(ws, "sub"))
 			repo(filepath.Join(ws, "third"))
-			// The user's own rebase, stopped at a break, with an exec line of
-			// theirs still to run.
-			editor := "f() { printf 'break\\nexec echo own >> " + own + "\\n' > \"$1\"; }; f"
-			if out, err := git(ws, "-c", "sequence.editor="+editor, "rebase", "-i", "HEAD~1"); err != nil {
-				t.Fatal(out)
+			repo(filepath.Join(ws, "kept"))
+			// The user's own rebases, stopped at a break, with an exec line
+			// of theirs still to run: one the agent adds to, one it leaves.
+			for _, dir := range []string{ws, filepath.Join(ws, "kept")} {
+				editor := "f() { printf 'break\\nexec echo own >> " + own + "\\n' > \"$1\"; }; f"
+				if out, err := git(dir, "-c", "sequence.editor="+editor, "rebase", "-i", "HEAD~1"); err != nil {
+					t.Fatal(out)
+				}
 			}
 			b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: user, GID: user}})
 			// Git inside rebases, with exec lines that run inside.
@@ -95,21 +98,24 @@ func TestGitRebaseTodo(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			todo, _ := os.ReadFile(filepath.Join(ws, ".git", "rebase-merge", "git-rebase-todo"))
-			t.Logf("the user's to-do list after the session:\n%s", todo)
-			if strings.Count(string(todo), todoHeader) != 4 || !strings.HasPrefix(string(todo), "exec echo own") {
-				t.Errorf("want the sandbox's 4 exec lines disarmed, the user's kept")
+			for _, dir := range []string{".", "sub", "third"} {
+				if _, err := os.Lstat(filepath.Join(ws, dir, ".git", "rebase-merge")); err == nil {
+					t.Errorf("%s: the rebase the sandbox left or changed is still in progress", dir)
+				}
 			}
-			for _, dir := range []string{ws, filepath.Join(ws, "sub"), filepath.Join(ws, "third")} {
+			aside, _ := filepath.Glob(filepath.Join(ws, ".git", "rebase-merge.sandbox-*", "git-rebase-todo"))
+			if len(aside) != 1 {
+				t.Errorf("the user's rebase the agent changed, moved aside: %v", aside)
+			} else if todo, _ := os.ReadFile(aside[0]); !strings.Contains(string(todo), "MARK/appended") && !strings.Contains(string(todo), "/appended") {
+				t.Errorf("moved aside, the to-do list holds:\n%s", todo)
+			}
+			for _, dir := range []string{ws, filepath.Join(ws, "sub"), filepath.Join(ws, "third"), filepath.Join(ws, "kept")} {
 				status, _ := git(dir, "status")
 				out, _ := git(dir, "rebase", "--continue")
 				noMarks(t, marker, "the user", status+"\n"+out)
 			}
 			if got, _ := os.ReadFile(own); string(got) != "own\n" {
-				t.Errorf("the user's own exec line ran %q, want once", got)
-			}
-			if fi, err := os.Lstat(filepath.Join(ws, "third", ".git", "rebase-merge")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-				t.Errorf("the agent's rebase-merge link is left")
+				t.Errorf("the user's own exec line (in the rebase the session left alone) ran %q, want once", got)
 			}
 		})
 	}

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "db0ec7ee5b9daa958ff7700cd54e2566a953cd5c004d85a23741a9e7417b78d1",
-	"arm64": "5a4dca1c88b7a1f2f10116c0bec6cb65d293f80bfdd1d2a38921feee849ba67e",
+	"amd64": "77a00216ee5780ca360e5df4a772d9b849e28cfb9221a09cf5e0663823888419",
+	"arm64": "a1bb9ebbbe984467dac52dec4d2b88b36e66bf65f660aff691a5576dcceb7b0e",
 }

@@ -1,0 +1,321 @@
+package sandbox
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// The in-progress rule. Git keeps an operation in progress in the
+// repository's git directory, and what its --continue, --skip or the
+// next commit does comes from files there: a rebase's to-do list (exec
+// lines are shell commands), its merge strategy and options (a strategy
+// is a program, git-merge-NAME; the resolve strategy's options reach
+// git read-tree unquoted), git am's apply options (rebase-apply/apply-opt:
+// --build-fake-ancestor=PATH writes any file), a cherry-pick's options
+// (sequencer/opts), rerere's pending list (MERGE_RR names the files a
+// commit copies into rr-cache, any path). In a repository of the user's
+// the agent may run all of these (the directory is writable, as they
+// need), so it can also leave one in progress that does its work as the
+// user once they continue it on the host. No mount can tell the agent's
+// writes of those files from its git's, no permission the user's own git
+// does not also have can keep it from reading them, and checking them
+// one by one misses the next option git adds (two red teams found six
+// ways): so the rule acts on the whole of each, once nothing in the
+// sandbox can write any more. When the session ends (and when a daemon
+// that died is swept after), in the git directories of the user's
+// repositories (theirs, their worktrees' and submodules'), each of
+// stateNames that is not exactly as it was when the first shell of the
+// first live session over the repository started (the base: one for
+// all the sessions over it at once, so a second session does not take
+// the first's work for the user's) is renamed aside to
+// NAME.sandbox-RANDOM, which needs no space: git then sees no such
+// operation in progress and runs nothing of it; the user can look at it,
+// and rename it back to go on. A rebase the agent finished or aborted
+// leaves nothing behind, and one of the user's that the session did not
+// touch stays. While the session runs, the user's git would still act on
+// what the agent wrote: the README says not to continue an operation in
+// a directory a session is working in.
+
+// stateNames are the entries of a git directory that hold an operation
+// in progress, or what the next one does (see above).
+var stateNames = []string{"rebase-merge", "rebase-apply", "sequencer", "MERGE_RR"}
+
+// Bounds of a state's fingerprint: one bigger (a git am of thousands of
+// patches) is never taken for unchanged.
+const (
+	maxStateBytes   = 64 << 20
+	maxStateEntries = 100000
+)
+
+// unknownState is the fingerprint of a state past the bounds, or
+// unreadable.
+const unknownState = "unknown"
+
+// stateBase is what the rule compares a repository's state with at the
+// end: the fingerprint of each of stateNames present in its git
+// directories when the first shell started (the user's own), keyed by
+// path beneath the repository's git directory.
+type stateBase struct {
+	States map[string]string `json:",omitempty"`
+}
+
+// stateDirs are the git directory gitdir (relative to the directory ws)
+// and those of its linked worktrees and submodules (worktrees/*,
+// modules/**: git directories of their own), relative to ws.
+func stateDirs(ws int, gitdir string) []string {
+	var dirs []string
+	var walk func(dir string, depth int, module bool)
+	seen := 0
+	walk = func(dir string, depth int, module bool) {
+		if seen++; seen > 1000 || depth > 8 {
+			return
+		}
+		dirs = append(dirs, dir)
+		for _, sub := range []string{"worktrees", "modules"} {
+			for _, name := range dirNames(ws, path.Join(dir, sub)) {
+				walk(path.Join(dir, sub, name), depth+1, sub == "modules")
+			}
+		}
+		if module {
+			// A submodule named a/b has its git directory at modules/a/b.
+			for _, name := range dirNames(ws, dir) {
+				switch name {
+				case "objects", "refs", "logs", "hooks", "info", "rebase-merge", "rebase-apply", "sequencer", "worktrees", "modules", "lfs":
+					continue
+				}
+				walk(path.Join(dir, name), depth+1, true)
+			}
+		}
+	}
+	walk(path.Clean(gitdir), 0, false)
+	return dirs
+}
+
+// dirNames are the names of the directories in rel beneath ws (none if
+// it is missing or a symlink on the way).
+func dirNames(ws int, rel string) []string {
+	fd, err := openBeneath(ws, rel)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	dir, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(dir)
+	var names []string
+	buf := make([]byte, 8192)
+	for len(names) < 1000 {
+		n, err := unix.ReadDirent(dir, buf)
+		if err != nil || n == 0 {
+			break
+		}
+		var ents []string
+		_, _, ents = unix.ParseDirent(buf[:n], -1, ents)
+		for _, e := range ents {
+			var st unix.Stat_t
+			if unix.Fstatat(dir, e, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				names = append(names, e)
+			}
+		}
+	}
+	return names
+}
+
+// fingerprint is a digest of name in dir (a state: a file, or a
+// directory and everything beneath it: names, types, modes and
+// contents, no link followed), "" if it is missing, or unknownState.
+func fingerprint(dir int, name string) string {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err == unix.ENOENT {
+			return ""
+		}
+		return unknownState
+	}
+	h := sha256.New()
+	bytes, entries := 0, 0
+	var walk func(dir int, name string, st *unix.Stat_t) bool
+	walk = func(dir int, name string, st *unix.Stat_t) bool {
+		if entries++; entries > maxStateEntries {
+			return false
+		}
+		fmt.Fprintf(h, "%q %o %d\n", name, st.Mode, st.Size)
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			if bytes += int(st.Size); bytes > maxStateBytes {
+				return false
+			}
+			text, err := readBeneath(dir, name, maxStateBytes)
+			if err != nil {
+				return false
+			}
+			fmt.Fprintf(h, "%d:%s\n", len(text), text)
+		case unix.S_IFLNK:
+			buf := make([]byte, 4096)
+			n, err := unix.Readlinkat(dir, name, buf)
+			if err != nil {
+				return false
+			}
+			fmt.Fprintf(h, "-> %q\n", buf[:n])
+		case unix.S_IFDIR:
+			sub, err := openBeneath(dir, name)
+			if err != nil {
+				return false
+			}
+			defer unix.Close(sub)
+			names, ok := allNames(sub)
+			if !ok {
+				return false
+			}
+			for _, n := range names {
+				var cst unix.Stat_t
+				if unix.Fstatat(sub, n, &cst, unix.AT_SYMLINK_NOFOLLOW) != nil || !walk(sub, n, &cst) {
+					return false
+				}
+			}
+			fmt.Fprintf(h, "end %q\n", name)
+		}
+		return true
+	}
+	if !walk(dir, name, &st) {
+		return unknownState
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// allNames are the names in the directory fd (O_PATH), sorted; ok is
+// false past maxStateEntries.
+func allNames(fd int) ([]string, bool) {
+	dir, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(dir)
+	var names []string
+	buf := make([]byte, 8192)
+	for {
+		n, err := unix.ReadDirent(dir, buf)
+		if err != nil {
+			return nil, false
+		}
+		if n == 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		if len(names) > maxStateEntries {
+			return nil, false
+		}
+	}
+	slices.Sort(names)
+	return names, true
+}
+
+// readBase reads the base of the repository whose git directory is
+// gitdir beneath ws.
+func readBase(ws int, gitdir string) stateBase {
+	b := stateBase{States: map[string]string{}}
+	gitdir = path.Clean(gitdir)
+	for _, d := range stateDirs(ws, gitdir) {
+		dir, err := openBeneath(ws, d)
+		if err != nil {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(d, gitdir), "/")
+		for _, name := range stateNames {
+			if fp := fingerprint(dir, name); fp != "" {
+				b.States[path.Join(rel, name)] = fp
+			}
+		}
+		unix.Close(dir)
+	}
+	return b
+}
+
+// sharedBases are the bases of the repositories some live guard holds,
+// by git directory: a guard that starts while another's session works
+// in the same repository takes that one's, not what the other's agent
+// left (which it would then keep as the user's).
+var sharedBases = struct {
+	sync.Mutex
+	m map[devIno]*sharedBase
+}{m: map[devIno]*sharedBase{}}
+
+type sharedBase struct {
+	refs int
+	base stateBase
+}
+
+// takeBase is the base of the repository id, read (by read) only if no
+// live guard holds it; releaseBase lets it go.
+func takeBase(id devIno, read func() stateBase) stateBase {
+	sharedBases.Lock()
+	defer sharedBases.Unlock()
+	if b := sharedBases.m[id]; b != nil {
+		b.refs++
+		return b.base
+	}
+	b := &sharedBase{refs: 1, base: read()}
+	sharedBases.m[id] = b
+	return b.base
+}
+
+func releaseBase(id devIno) {
+	sharedBases.Lock()
+	defer sharedBases.Unlock()
+	if b := sharedBases.m[id]; b != nil {
+		if b.refs--; b.refs <= 0 {
+			delete(sharedBases.m, id)
+		}
+	}
+}
+
+// asideRepo applies the rule to one repository, whose git directory is
+// gitdir beneath ws, against base: what it did, for the log.
+func asideRepo(ws int, gitdir string, base stateBase) []string {
+	var did []string
+	gitdir = path.Clean(gitdir)
+	for _, d := range stateDirs(ws, gitdir) {
+		dir, err := openBeneath(ws, d)
+		if err != nil {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(d, gitdir), "/")
+		for _, name := range stateNames {
+			fp := fingerprint(dir, name)
+			if fp == "" || fp != unknownState && fp == base.States[path.Join(rel, name)] {
+				continue // none, or the user's own, untouched
+			}
+			did = append(did, path.Join(d, name)+": "+moveAside(dir, name))
+		}
+		unix.Close(dir)
+	}
+	return did
+}
+
+// moveAside renames the state name of the git directory dir to a name of
+// its own, which needs no space: git then sees no such operation in
+// progress, and runs nothing of it.
+func moveAside(dir int, name string) string {
+	aside := name + ".sandbox-" + randomSuffix()
+	if err := unix.Renameat2(dir, name, dir, aside, unix.RENAME_NOREPLACE); err != nil {
+		return fmt.Sprintf("written in the sandbox, and could not be moved aside: %v", err)
+	}
+	return "written in the sandbox: moved aside to " + aside + " (git runs nothing of it; rename it back to go on)"
+}
+
+// randomSuffix is a name part nothing in the sandbox could have guessed.
+func randomSuffix() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

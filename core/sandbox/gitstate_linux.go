@@ -220,10 +220,11 @@ func allNames(fd int) ([]string, bool) {
 	return names, true
 }
 
-// readBase reads the base of the repository whose git directory is
-// gitdir beneath ws.
-func readBase(ws int, gitdir string) stateBase {
-	b := stateBase{States: map[string]string{}}
+// eachState calls fn with each state present in the repository whose
+// git directory is gitdir beneath ws: the git directory it is in (dir;
+// d, its path beneath ws), its name, its key in a base and its
+// fingerprint.
+func eachState(ws int, gitdir string, fn func(dir int, d, name, key, fp string)) {
 	gitdir = path.Clean(gitdir)
 	for _, d := range stateDirs(ws, gitdir) {
 		dir, err := openBeneath(ws, d)
@@ -233,11 +234,18 @@ func readBase(ws int, gitdir string) stateBase {
 		rel := strings.TrimPrefix(strings.TrimPrefix(d, gitdir), "/")
 		for _, name := range stateNames {
 			if fp := fingerprint(dir, name); fp != "" {
-				b.States[path.Join(rel, name)] = fp
+				fn(dir, d, name, path.Join(rel, name), fp)
 			}
 		}
 		unix.Close(dir)
 	}
+}
+
+// readBase reads the base of the repository whose git directory is
+// gitdir beneath ws.
+func readBase(ws int, gitdir string) stateBase {
+	b := stateBase{States: map[string]string{}}
+	eachState(ws, gitdir, func(_ int, _, _, key, fp string) { b.States[key] = fp })
 	return b
 }
 
@@ -283,22 +291,12 @@ func releaseBase(id devIno) {
 // gitdir beneath ws, against base: what it did, for the log.
 func asideRepo(ws int, gitdir string, base stateBase) []string {
 	var did []string
-	gitdir = path.Clean(gitdir)
-	for _, d := range stateDirs(ws, gitdir) {
-		dir, err := openBeneath(ws, d)
-		if err != nil {
-			continue
+	eachState(ws, gitdir, func(dir int, d, name, key, fp string) {
+		if fp != unknownState && fp == base.States[key] {
+			return // the user's own, untouched
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(d, gitdir), "/")
-		for _, name := range stateNames {
-			fp := fingerprint(dir, name)
-			if fp == "" || fp != unknownState && fp == base.States[path.Join(rel, name)] {
-				continue // none, or the user's own, untouched
-			}
-			did = append(did, path.Join(d, name)+": "+moveAside(dir, name))
-		}
-		unix.Close(dir)
-	}
+		did = append(did, path.Join(d, name)+": "+moveAside(dir, name))
+	})
 	return did
 }
 

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "77a00216ee5780ca360e5df4a772d9b849e28cfb9221a09cf5e0663823888419",
-	"arm64": "a1bb9ebbbe984467dac52dec4d2b88b36e66bf65f660aff691a5576dcceb7b0e",
+	"amd64": "97d4525cff8d61c16e4b730a2ad4f8aa6bf2aadd7907f717f970de22135b934d",
+	"arm64": "d416b9dd346776af11519b3f8a4eb3c84e62aaa49fde88eef6cc06249f374828",
 }

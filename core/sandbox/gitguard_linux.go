@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -125,6 +127,9 @@ type gitGuard struct {
 	// ruled is a sweeper's headRule: whether its sandbox had the rule.
 	since time.Time
 	ruled bool
+	// oldDirs are the directories in the workspace at arm, where its
+	// filesystem keeps no birth times (see predates); nil elsewhere.
+	oldDirs map[devIno]bool
 }
 
 // headRule reports whether new HEADs are refused in the user's
@@ -247,7 +252,12 @@ func within(p, dir string) bool {
 // first init found, before the agent ran anything) and lets it act on
 // what it has seen since it started.
 func (g *gitGuard) arm(repos []Repo) {
+	var old map[devIno]bool
+	if !g.sweeper && g.headRule() && !keepsBirth(g.wsFd) {
+		old = dirsIn(g.wsFd, maxGitScan)
+	}
 	g.mu.Lock()
+	g.oldDirs = old
 	if g.bases == nil {
 		g.bases = map[string]stateBase{}
 	}
@@ -481,15 +491,49 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 	}
 }
 
-// predates reports whether the directory fd (O_PATH) was born before the
-// guard was made, where the filesystem keeps birth times (which nothing
-// in the sandbox can set).
+// predates reports whether the directory fd (O_PATH) was there before
+// the guard was made: born before it, where the filesystem keeps birth
+// times (which nothing in the sandbox can set), else found by arm's walk
+// of the workspace (oldDirs: the first maxGitScan entries; a directory
+// past them counts as new, and a sweeper after a dead daemon has none).
 func (g *gitGuard) predates(fd int) bool {
 	var stx unix.Statx_t
-	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx) != nil || stx.Mask&unix.STATX_BTIME == 0 {
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME|unix.STATX_INO, &stx) != nil {
 		return false
 	}
+	if stx.Mask&unix.STATX_BTIME == 0 {
+		return g.oldDirs[devIno{unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino}]
+	}
 	return time.Unix(stx.Btime.Sec, int64(stx.Btime.Nsec)).Before(g.since)
+}
+
+// keepsBirth reports whether the filesystem of fd keeps birth times.
+func keepsBirth(fd int) bool {
+	var stx unix.Statx_t
+	return unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BTIME, &stx) == nil && stx.Mask&unix.STATX_BTIME != 0
+}
+
+// dirsIn are the directories beneath the directory fd, itself included,
+// within its first limit entries; no link is followed.
+func dirsIn(fd, limit int) map[devIno]bool {
+	dirs := map[devIno]bool{}
+	n := 0
+	// The trailing slash has the walk start through the magic link.
+	filepath.WalkDir(fdPath(fd)+"/", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if n++; n > limit {
+			return fs.SkipAll
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				dirs[devIno{st.Dev, st.Ino}] = true
+			}
+		}
+		return nil
+	})
+	return dirs
 }
 
 // headDirs are the directories of a gitdir, below its top, where git

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "97d4525cff8d61c16e4b730a2ad4f8aa6bf2aadd7907f717f970de22135b934d",
-	"arm64": "d416b9dd346776af11519b3f8a4eb3c84e62aaa49fde88eef6cc06249f374828",
+	"amd64": "97fdfc3873caf9f34e160a008785de9f4e4f96f2f3bd82649e68e4ccc7eb2c05",
+	"arm64": "5cfc38c5f47af40e0839c9b6963b322b9f977cc81a19ac644d63174e0cf0e336",
 }

@@ -21,7 +21,10 @@ import (
 // git read-tree unquoted), git am's apply options (rebase-apply/apply-opt:
 // --build-fake-ancestor=PATH writes any file), a cherry-pick's options
 // (sequencer/opts), rerere's pending list (MERGE_RR names the files a
-// commit copies into rr-cache, any path). In a repository of the user's
+// commit copies into rr-cache, any path); and, not operations but read
+// alike, the old remote definitions (remotes/NAME, branches/NAME), which
+// git takes for any remote its config does not name, origin too: a
+// plain push or fetch would go where the agent wrote. In a repository of the user's
 // the agent may run all of these (the directory is writable, as they
 // need), so it can also leave one in progress that does its work as the
 // user once they continue it on the host. No mount can tell the agent's
@@ -46,7 +49,7 @@ import (
 
 // stateNames are the entries of a git directory that hold an operation
 // in progress, or what the next one does (see above).
-var stateNames = []string{"rebase-merge", "rebase-apply", "sequencer", "MERGE_RR"}
+var stateNames = []string{"rebase-merge", "rebase-apply", "sequencer", "MERGE_RR", "remotes", "branches"}
 
 // Bounds of a state's fingerprint: one bigger (a git am of thousands of
 // patches) is never taken for unchanged.
@@ -288,7 +291,8 @@ func releaseBase(id devIno) {
 }
 
 // asideRepo applies the rule to one repository, whose git directory is
-// gitdir beneath ws, against base: what it did, for the log.
+// gitdir beneath ws, against base, and the index rule (gitindex.go) to
+// its indexes: what it did, for the log.
 func asideRepo(ws int, gitdir string, base stateBase) []string {
 	var did []string
 	eachState(ws, gitdir, func(dir int, d, name, key, fp string) {
@@ -297,7 +301,61 @@ func asideRepo(ws int, gitdir string, base stateBase) []string {
 		}
 		did = append(did, path.Join(d, name)+": "+moveAside(dir, name))
 	})
+	hashLen := 20
+	if cfg, err := readBeneath(ws, path.Join(gitdir, "config"), 1<<20); err == nil {
+		if l := strings.ToLower(cfg); strings.Contains(l, "objectformat") && strings.Contains(l, "sha256") {
+			hashLen = 32
+		}
+	}
+	for _, d := range stateDirs(ws, path.Clean(gitdir)) {
+		dir, err := openBeneath(ws, d)
+		if err != nil {
+			continue
+		}
+		names, _ := allNames(dir)
+		for _, name := range names {
+			if name != "index" && !strings.HasPrefix(name, "sharedindex.") {
+				continue
+			}
+			if why := indexWrong(dir, name, hashLen); why != "" {
+				did = append(did, path.Join(d, name)+": "+why+"; "+moveAside(dir, name))
+			}
+		}
+		unix.Close(dir)
+	}
 	return did
+}
+
+// maxIndex bounds an index the rule reads: a repository of some two
+// million files. A bigger one is moved aside unread.
+const maxIndex = 256 << 20
+
+// indexWrong says why the index name in dir must go, or "".
+func indexWrong(dir int, name string, hashLen int) string {
+	var st unix.Stat_t
+	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return ""
+	}
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return "a symbolic link"
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return ""
+	case st.Size > maxIndex:
+		return fmt.Sprintf("too big to check (%d bytes)", st.Size)
+	}
+	text, err := readBeneath(dir, name, maxIndex)
+	if err != nil {
+		return fmt.Sprintf("unreadable (%v)", err)
+	}
+	bad, err := badIndexEntry([]byte(text), hashLen)
+	switch {
+	case err != nil:
+		return "not an index git reads"
+	case bad != "":
+		return fmt.Sprintf("an entry git would not make, %q", bad)
+	}
+	return ""
 }
 
 // moveAside renames the state name of the git directory dir to a name of

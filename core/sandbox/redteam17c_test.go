@@ -35,10 +35,10 @@ PY
 // drop an agent's changes) writes the blob to that path, outside the
 // workspace: here over the user's ~/.bashrc, with code their next shell
 // runs; or ".git/config" (the pin is inside only), with a core.fsmonitor
-// their next git status runs (red team 17c).
+// their next git status runs (red team 17c). At the end the guard now
+// moves aside an index with an entry git would not make (gitindex.go).
 func TestGitIndexPathOutside(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, "an index entry named ../x or /x: the user's git checkout -- . writes outside the workspace")
 	d := newDriver(t, NativeOptions{})
 	ws, marker, git := userDir(t)
 	red17Repo(t, git, ws)
@@ -79,10 +79,10 @@ func TestGitIndexPathOutside(t *testing.T) {
 // their other repository's main to the agent's commit (a write outside
 // the workspace), and "Pull: private:stolen" makes `git fetch` copy that
 // repository (or one the user's ssh key reads) into this one, where the
-// next session reads it (red team 17c).
+// next session reads it (red team 17c). remotes and branches are now
+// among the states moved aside at the end when changed.
 func TestGitLegacyRemotes(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, ".git/remotes/origin: the user's git push writes (and git fetch reads) a repository outside the workspace")
 	d := newDriver(t, NativeOptions{})
 	ws, _, git := userDir(t)
 	red17Repo(t, git, ws)
@@ -179,10 +179,10 @@ func TestGitLinkedWorktreeOutsideRebase(t *testing.T) {
 // ("/ABS/PATH", "../PATH"): the user's `git commit -a` (or `git add -A`)
 // refreshes those tracked entries from the files they name, writing the
 // user's private key into the repository's objects (and the commit's
-// tree), where the next session reads it (red team 17c).
+// tree), where the next session reads it (red team 17c). Now held, as
+// TestGitIndexPathOutside.
 func TestGitIndexPathReadsOutside(t *testing.T) {
 	requireRoot(t)
-	redTeam(t, "an index entry named ../x or /x: the user's git commit -a copies that file into the repository")
 	d := newDriver(t, NativeOptions{})
 	ws, _, git := userDir(t)
 	red17Repo(t, git, ws)

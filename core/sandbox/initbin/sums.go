@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "97fdfc3873caf9f34e160a008785de9f4e4f96f2f3bd82649e68e4ccc7eb2c05",
-	"arm64": "5cfc38c5f47af40e0839c9b6963b322b9f977cc81a19ac644d63174e0cf0e336",
+	"amd64": "27ebff387a5e3ff452f81fe7f18a4e4248c9216cf28a630ea4f912bdb596c25a",
+	"arm64": "83ce90079e41e53504a66f4cf8e11178625784af6bf847e9ddcc92412900bb82",
 }

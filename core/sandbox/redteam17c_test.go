@@ -251,3 +251,23 @@ func TestGitSeparateGitDirRebase(t *testing.T) {
 	out, _ := git(proj, "-c", "core.editor=true", "rebase", "--continue")
 	noMarks(t, marker, "the user (git rebase --continue, .git a file)", out)
 }
+
+// TestWorkspaceLinkedWorktree: a workspace that is itself a linked
+// worktree (its .git a file naming a git directory elsewhere) starts,
+// and git works in it; the protected .git paths are skipped there, as
+// its git directory is out of the sandbox's reach (red team 17c found
+// the start failing: "protect .git/hooks/ .git/hooks: not a directory").
+func TestWorkspaceLinkedWorktree(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	dir, _, git := userDir(t)
+	main := filepath.Join(dir, "main")
+	red17Repo(t, git, main)
+	if out, err := git(main, "worktree", "add", "-q", filepath.Join(dir, "wt")); err != nil {
+		t.Fatal(out)
+	}
+	b := newBox(t, d, Spec{Workspace: filepath.Join(dir, "wt"), Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	if out := b.must("cat .git | head -c 7; echo; git status --short 2>&1 | head -3; echo ok"); !strings.Contains(out, "gitdir:") || !strings.Contains(out, "ok") {
+		t.Errorf("inside the linked worktree:\n%s", out)
+	}
+}

@@ -706,6 +706,11 @@ func protect(srcDir, dstDir int, rel, key string, pinned map[string]bool) error 
 	}
 	if fd, err := open(srcDir, clean); err == nil {
 		unix.Close(fd)
+	} else if err == unix.ENOTDIR {
+		// A parent that is a file: .git/hooks where .git is a linked
+		// worktree's or a submodule's pointer to its git directory,
+		// which is elsewhere (and pinned there, if it is in reach).
+		return nil
 	} else if err != unix.ENOENT {
 		return protectErr(rel, clean, err)
 	} else {

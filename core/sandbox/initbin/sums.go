@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "27ebff387a5e3ff452f81fe7f18a4e4248c9216cf28a630ea4f912bdb596c25a",
-	"arm64": "83ce90079e41e53504a66f4cf8e11178625784af6bf847e9ddcc92412900bb82",
+	"amd64": "260d737782eb85e8023ff0780f937418af100b2898429c594271e46c155482f1",
+	"arm64": "374cfc4d55d7576235c12872dfd0a2a7632ffc5964bf81582bf47b98a738227d",
 }

@@ -270,4 +270,9 @@ func TestWorkspaceLinkedWorktree(t *testing.T) {
 	if out := b.must("cat .git | head -c 7; echo; git status --short 2>&1 | head -3; echo ok"); !strings.Contains(out, "gitdir:") || !strings.Contains(out, "ok") {
 		t.Errorf("inside the linked worktree:\n%s", out)
 	}
+	// Its .git file is pinned: the agent cannot point it at a git
+	// directory of its own.
+	if code, out := b.run("echo 'gitdir: evil' > .git"); code == 0 {
+		t.Errorf("the worktree's .git file was rewritten inside: %s", out)
+	}
 }

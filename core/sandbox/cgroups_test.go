@@ -80,8 +80,5 @@ print(n)'`
 	if by["cpu_weight"] != "cgroup" || by["tmp"] != "tmpfs size" {
 		t.Errorf("Enforced: %v", st.Enforced)
 	}
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 }

@@ -201,10 +201,7 @@ func TestDiskQuota(t *testing.T) {
 	if n := loopsBackedBy(img); n != 0 {
 		t.Logf("%d loop devices still backed by the removed image while another sandbox lives", n)
 	}
-	other.term.Close()
-	if err := other.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	other.end()
 	if n := loopsGone(img); n != 0 {
 		t.Errorf("%d loop devices backed by the removed image 10s after every sandbox is gone", n)
 	}

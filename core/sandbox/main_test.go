@@ -128,6 +128,17 @@ func termOptions(sb Sandbox) terminal.Options {
 	}
 }
 
+// end ends the box's session as the daemon does: its terminal closed,
+// then its sandbox destroyed (the git guard's end-of-session rules run
+// there), failing the test if Destroy does.
+func (b *box) end() {
+	b.t.Helper()
+	b.term.Close()
+	if err := b.sb.Destroy(context.Background()); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 // run runs a command in the box and returns its exit code and output.
 func (b *box) run(command string) (int, string) {
 	b.t.Helper()

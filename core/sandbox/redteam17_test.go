@@ -54,10 +54,7 @@ func TestGitRebaseStrategy(t *testing.T) {
 	cd /workspace/b && mkdir -p git-merge-x && printf '#!/bin/sh\ntouch MARK/cherry-pick-strategy\nexit 1\n' > evil && chmod +x evil &&
 	mkdir -p .git/sequencer && git rev-parse HEAD > .git/sequencer/head && P=$(git rev-parse HEAD~1) &&
 	printf "pick $P c\npick $P c\n" > .git/sequencer/todo && printf '[options]\n\tstrategy = x/../evil\n' > .git/sequencer/opts; echo done`)))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	status, _ := git(filepath.Join(ws, "a"), "status")
 	out, _ := git(filepath.Join(ws, "a"), "-c", "core.editor=true", "rebase", "--continue")
 	noMarks(t, marker, "the user (git rebase --continue)", status+"\n"+out)
@@ -80,10 +77,7 @@ func TestGitTodoRewriteBlocked(t *testing.T) {
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(`cd /workspace/a && ` + red17Rebase + ` && printf 'exec touch MARK/harnessd-dir\n' > .git/rebase-merge/git-rebase-todo && mkdir .git/rebase-merge/git-rebase-todo.harnessd &&
 	cd /workspace/b && ` + red17Rebase + ` && printf 'exec touch MARK/sandbox-dir\n' > .git/rebase-merge/git-rebase-todo && head -c 17000000 /dev/zero | tr '\0' '#' | fold -w 1000000 >> .git/rebase-merge/git-rebase-todo && mkdir .git/rebase-merge/git-rebase-todo.sandbox; echo done`)))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	for _, r := range []string{"a", "b"} {
 		todo, _ := os.ReadFile(filepath.Join(ws, r, ".git", "rebase-merge", "git-rebase-todo"))
 		t.Logf("%s's to-do after: %.80q", r, todo)
@@ -111,10 +105,7 @@ func TestGitUserDirStrayHeadKept(t *testing.T) {
 	filepath.Walk(ws, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, userDirOwner, userDirOwner) })
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(`cd /workspace && touch commondir 2>&1; mkdir data/objects data/refs 2>&1; touch docs/commondir 2>&1; sleep 0.5; stat -c '%n %u' . data docs`))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	for _, p := range []string{".", "data", "docs"} {
 		var st os.FileInfo
 		st, _ = os.Stat(filepath.Join(ws, p))
@@ -139,19 +130,13 @@ func TestGitTodoTwoSessions(t *testing.T) {
 	line := "exec touch " + marker + "/second-session"
 	a.must(red17Rebase + ` && printf '` + line + `\n' > .git/rebase-merge/git-rebase-todo`)
 	b := newBox(t, d, spec)
-	a.term.Close()
-	if err := a.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	a.end()
 	todo, _ := os.ReadFile(filepath.Join(ws, ".git", "rebase-merge", "git-rebase-todo"))
 	t.Logf("after the first session: %q", todo)
 	// The same state again: equal to what the second session's base
 	// would hold had it not taken the first's.
 	b.must(red17Rebase + ` && printf '` + line + `\n' > .git/rebase-merge/git-rebase-todo`)
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	todo, _ = os.ReadFile(filepath.Join(ws, ".git", "rebase-merge", "git-rebase-todo"))
 	t.Logf("after the second session: %q", todo)
 	out, _ := git(ws, "-c", "core.editor=true", "rebase", "--continue")
@@ -172,10 +157,7 @@ func TestGitUserFileRenamedToGit(t *testing.T) {
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	out := b.must(`cd /workspace && mv notes x/.git 2>&1; ln linked keep && mv linked x/.git 2>&1; sleep 0.2; mv x/.git back 2>&1; true`)
 	t.Log(out)
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	if !kernelRuled() {
 		t.Skip("no HEAD rule here")
 	}

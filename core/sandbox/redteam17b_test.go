@@ -44,10 +44,7 @@ func TestGitAmApplyOpt(t *testing.T) {
 	os.Chown(victim, userDirOwner, userDirOwner)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(strings.NewReplacer("VICTIM", victim).Replace(red17bAm)))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	status, _ := git(ws, "status")
 	out, _ := git(ws, "am", "--skip")
 	t.Log(status, out)
@@ -86,10 +83,7 @@ func TestGitTodoWalkFlooded(t *testing.T) {
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(`cd /workspace && G=/workspace/.git/worktrees/wt B=refs/heads/wt && ` + red17bRebaseIn + ` && printf 'exec touch MARK/flooded\n' > $G/rebase-merge/git-rebase-todo &&
 	cd /workspace/.git/worktrees && i=0 && while :; do mkdir x$i 2>&1 || break; i=$((i+1)); if [ $((i % 500)) = 0 ] && [ $i -ge 1500 ]; then n=$(ls -U | grep -nx wt | cut -d: -f1); [ "$n" -gt 1100 ] && break; fi; [ $i -ge 20000 ] && break; done; echo made $i, wt at $(ls -U | grep -nx wt)`)))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	todo, _ := os.ReadFile(filepath.Join(ws, ".git", "worktrees", "wt", "rebase-merge", "git-rebase-todo"))
 	t.Logf("the worktree's to-do after: %q", todo)
 	out, _ := git(filepath.Join(ws, "wt"), "-c", "core.editor=true", "rebase", "--continue")
@@ -115,10 +109,7 @@ func TestGitRebaseStrategyOpts(t *testing.T) {
 	os.Chown(victim, userDirOwner, userDirOwner)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(red17Rebase + ` && echo resolve > .git/rebase-merge/strategy && echo "'--index-output=` + victim + `'" > .git/rebase-merge/strategy_opts && cat .git/rebase-merge/strategy_opts`))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	out, _ := git(ws, "-c", "core.editor=true", "rebase", "--continue")
 	t.Log(out)
 	if got, _ := os.ReadFile(victim); string(got) != "mine\n" {
@@ -150,10 +141,7 @@ func TestGitRerereMergeRR(t *testing.T) {
 	const id = "0123456789012345678901234567890123456789"
 	b := newBox(t, d, spec)
 	t.Log(b.must(`mkdir -p .git/rr-cache/` + id + ` && printf '%s\t%s\0' ` + id + ` ` + secret + ` > .git/MERGE_RR && cat ` + secret + ` 2>&1; true`))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	os.WriteFile(filepath.Join(ws, "f"), []byte("the user's change\n"), 0o644)
 	out, _ := git(ws, "commit", "-qam", "mine")
 	t.Log("the user's git commit: ", out)
@@ -194,10 +182,7 @@ r = libc.renameat2(-100, b"new/.git/HEAD", -100, b"data/notes", 2)
 print("exchange with a user file", r, ctypes.get_errno())
 ' 2>&1; cp -a new/.git/. data/ 2>&1 | grep HEAD; tar -C new/.git -cf - . 2>/dev/null | tar -C data/sub -xf - 2>&1 | grep HEAD;
 	mkdir -p data/objects data/refs data/sub/objects data/sub/refs; printf '[core]\n\tfsmonitor = "touch MARK/olddir; false"\n' > data/config; cp data/config data/sub/config; ls -la data data/sub data/.git data/sub/.git 2>&1 | grep -i "head\|git"; cat data/notes; true`)))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	for _, dir := range []string{"data", "data/sub"} {
 		out, _ := git(filepath.Join(ws, dir), "--git-dir=.", "status")
 		out2, _ := git(filepath.Join(ws, dir), "rev-parse", "--git-dir")
@@ -218,10 +203,7 @@ func TestGitRebaseStrategyCR(t *testing.T) {
 	red17Repo(t, git, ws)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(`mkdir -p bin && printf '#!/bin/sh\ntouch MARK/strategy-cr\nexit 1\n' > "bin/git-merge-ort$(printf '\r')" && chmod +x bin/* && ` + red17Rebase + ` && printf 'ort\r' > .git/rebase-merge/strategy; echo done`)))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "git", "-c", "core.editor=true", "rebase", "--continue")
 	cmd.Dir = ws
 	cmd.Env = append(append(os.Environ(), gitEnv...), "PATH="+filepath.Join(ws, "bin")+":"+os.Getenv("PATH"))
@@ -247,10 +229,7 @@ func TestGitSequencerOptsSpelled(t *testing.T) {
 	}
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(strings.Join(sh, " && ") + `; echo done`)))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	for i := range opts {
 		out, _ := git(filepath.Join(ws, "r"+strconv.Itoa(i)), "-c", "core.editor=true", "cherry-pick", "--continue")
 		noMarks(t, marker, "the user (git cherry-pick --continue)", out)
@@ -287,10 +266,7 @@ func TestGitUserDirNoBtime(t *testing.T) {
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	// A repository the agent makes there is still handed over.
 	t.Log(b.must(`cd /workspace && mv docs x/.git && sleep 0.3 && mv x/.git docs; ls -ln; for i in 1 2 3; do rm -rf new; git init -q new 2>/dev/null && break; done; ls new/.git/HEAD; true`))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	if uid := ownerOf(filepath.Join(ws, "new", ".git")); uid == userDirOwner || uid < 0 {
 		t.Errorf("the agent's new repository's .git: uid %d", uid)
 	}

@@ -52,10 +52,7 @@ func TestGitIndexPathOutside(t *testing.T) {
 	rel, _ := filepath.Rel(ws, victims[1])
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(`cd /workspace && set -- "f=$(cat f)" "` + victims[0] + `=touch ` + marker + `/bashrc" "` + rel + `=touch ` + marker + `/profile" ".git/config=$(printf '[core]\n\tfsmonitor = \"touch ` + marker + `/config; false\"\n')" && ` + red17cIndex + `git ls-files`))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	out, _ := git(ws, "status", "--short")
 	t.Log("the user's git status:\n", out)
 	out, _ = git(ws, "checkout", "--", ".")
@@ -103,10 +100,7 @@ func TestGitLegacyRemotes(t *testing.T) {
 	b := newBox(t, d, spec)
 	t.Log(b.must(`cd /workspace && export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b && echo agent > f && git commit -qam agent &&
 	mkdir -p .git/remotes && printf 'URL: ` + other + `\nPull: refs/heads/private:refs/heads/stolen\nPush: +refs/heads/main:refs/heads/main\n' > .git/remotes/origin && cat .git/remotes/origin`))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	fetch, _ := git(ws, "fetch")
 	push, _ := git(ws, "push")
 	t.Log("the user's git fetch: ", fetch, "git push: ", push)
@@ -137,10 +131,7 @@ func TestGitGlobalHooksPathRelative(t *testing.T) {
 	red17Repo(t, git, ws)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(`cd /workspace && mkdir -p .githooks && printf '#!/bin/sh\ntouch ` + marker + `/global-hookspath\n' > .githooks/pre-commit && chmod +x .githooks/pre-commit && ls -l .githooks`))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	out, _ := git(ws, "-c", "core.hooksPath=.githooks", "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit, global core.hooksPath=.githooks)", out)
 }
@@ -166,10 +157,7 @@ func TestGitLinkedWorktreeOutsideRebase(t *testing.T) {
 	}
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(`cd /workspace/wt && cat .git && G=$(git rev-parse --absolute-git-dir) && echo $G && B=refs/heads/wt && ` + red17bRebaseIn + ` && printf 'exec touch MARK/linked-worktree\n' > $G/rebase-merge/git-rebase-todo && git status | head -3; true`)))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	out, _ := git(wt, "-c", "core.editor=true", "rebase", "--continue")
 	noMarks(t, marker, "the user (git rebase --continue in their linked worktree)", out)
 }
@@ -198,10 +186,7 @@ func TestGitIndexPathReadsOutside(t *testing.T) {
 	spec := Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}}
 	b := newBox(t, d, spec)
 	t.Log(b.must(`cd /workspace && set -- "f=$(cat f)" "` + secrets[0] + `=x" "` + rel + `=x" && ` + red17cIndex + `git ls-files`))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	os.WriteFile(filepath.Join(ws, "f"), []byte("the user's change\n"), 0o644)
 	out, _ := git(ws, "commit", "-qam", "mine")
 	t.Log("the user's git commit -a: ", out)
@@ -244,10 +229,7 @@ func TestGitSeparateGitDirRebase(t *testing.T) {
 	}
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	t.Log(b.must(strings.NewReplacer("MARK", marker).Replace(`cd /workspace/proj && G=$(git rev-parse --absolute-git-dir) && echo $G && B=refs/heads/main && ` + red17bRebaseIn + ` && printf 'exec touch MARK/separate-gitdir\n' > $G/rebase-merge/git-rebase-todo && git status | head -3; true`)))
-	b.term.Close()
-	if err := b.sb.Destroy(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	b.end()
 	out, _ := git(proj, "-c", "core.editor=true", "rebase", "--continue")
 	noMarks(t, marker, "the user (git rebase --continue, .git a file)", out)
 }

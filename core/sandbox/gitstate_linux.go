@@ -223,23 +223,18 @@ func allNames(fd int) ([]string, bool) {
 	return names, true
 }
 
-// eachState calls fn with each state present in the repository whose
-// git directory is gitdir beneath ws: the git directory it is in (dir;
-// d, its path beneath ws), its name, its key in a base and its
-// fingerprint.
-func eachState(ws int, gitdir string, fn func(dir int, d, name, key, fp string)) {
+// eachGitDir calls fn with each git directory of the repository whose
+// git directory is gitdir beneath ws (stateDirs): open (dir), its path
+// beneath ws (d), and beneath gitdir (rel: the prefix of its keys in a
+// base).
+func eachGitDir(ws int, gitdir string, fn func(dir int, d, rel string)) {
 	gitdir = path.Clean(gitdir)
 	for _, d := range stateDirs(ws, gitdir) {
 		dir, err := openBeneath(ws, d)
 		if err != nil {
 			continue
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(d, gitdir), "/")
-		for _, name := range stateNames {
-			if fp := fingerprint(dir, name); fp != "" {
-				fn(dir, d, name, path.Join(rel, name), fp)
-			}
-		}
+		fn(dir, d, strings.TrimPrefix(strings.TrimPrefix(d, gitdir), "/"))
 		unix.Close(dir)
 	}
 }
@@ -248,7 +243,13 @@ func eachState(ws int, gitdir string, fn func(dir int, d, name, key, fp string))
 // gitdir beneath ws.
 func readBase(ws int, gitdir string) stateBase {
 	b := stateBase{States: map[string]string{}}
-	eachState(ws, gitdir, func(_ int, _, _, key, fp string) { b.States[key] = fp })
+	eachGitDir(ws, gitdir, func(dir int, _, rel string) {
+		for _, name := range stateNames {
+			if fp := fingerprint(dir, name); fp != "" {
+				b.States[path.Join(rel, name)] = fp
+			}
+		}
+	})
 	return b
 }
 
@@ -292,25 +293,23 @@ func releaseBase(id devIno) {
 
 // asideRepo applies the rule to one repository, whose git directory is
 // gitdir beneath ws, against base, and the index rule (gitindex.go) to
-// its indexes: what it did, for the log.
+// its indexes, in one pass over its git directories: what it did, for
+// the log.
 func asideRepo(ws int, gitdir string, base stateBase) []string {
 	var did []string
-	eachState(ws, gitdir, func(dir int, d, name, key, fp string) {
-		if fp != unknownState && fp == base.States[key] {
-			return // the user's own, untouched
-		}
-		did = append(did, path.Join(d, name)+": "+moveAside(dir, name))
-	})
 	hashLen := 20
 	if cfg, err := readBeneath(ws, path.Join(gitdir, "config"), 1<<20); err == nil {
 		if l := strings.ToLower(cfg); strings.Contains(l, "objectformat") && strings.Contains(l, "sha256") {
 			hashLen = 32
 		}
 	}
-	for _, d := range stateDirs(ws, path.Clean(gitdir)) {
-		dir, err := openBeneath(ws, d)
-		if err != nil {
-			continue
+	eachGitDir(ws, gitdir, func(dir int, d, rel string) {
+		for _, name := range stateNames {
+			fp := fingerprint(dir, name)
+			if fp == "" || fp != unknownState && fp == base.States[path.Join(rel, name)] {
+				continue // none, or the user's own, untouched
+			}
+			did = append(did, path.Join(d, name)+": "+moveAside(dir, name))
 		}
 		names, _ := allNames(dir)
 		for _, name := range names {
@@ -321,8 +320,7 @@ func asideRepo(ws int, gitdir string, base stateBase) []string {
 				did = append(did, path.Join(d, name)+": "+why+"; "+moveAside(dir, name))
 			}
 		}
-		unix.Close(dir)
-	}
+	})
 	return did
 }
 

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "260d737782eb85e8023ff0780f937418af100b2898429c594271e46c155482f1",
-	"arm64": "374cfc4d55d7576235c12872dfd0a2a7632ffc5964bf81582bf47b98a738227d",
+	"amd64": "a6c2352cffd94e684eae07b46be58c7e12538689acc4072d338f73a2bb7a97f4",
+	"arm64": "bf7bfb366b5574da4eb0d804b102684857f89ddd0c87b6c47440c080729bb968",
 }

@@ -15,7 +15,9 @@ import (
 // configRef is a path a git config names, and what it is.
 type configRef struct {
 	Path  string // as written, unquoted
-	Hooks bool   // core.hooksPath (a directory, relative to the worktree); else an include (a file, relative to the config's directory)
+	Hooks bool   `json:",omitempty"` // core.hooksPath (a directory, relative to the worktree)
+	Exec  bool   `json:",omitempty"` // a program a command runs (a file, relative to the worktree: see commandPath)
+	// Neither: an include (a file, relative to the config's directory).
 }
 
 // maxConfigRefs bounds what one config may name (and so what the init
@@ -23,7 +25,9 @@ type configRef struct {
 const maxConfigRefs = 64
 
 // configPaths reads a git config file's text and returns the paths it
-// names in include.path, includeIf.*.path and core.hooksPath, in order.
+// names in include.path, includeIf.*.path and core.hooksPath, and the
+// programs its commands run from a path (commandKey, commandPath), in
+// order.
 // It follows git's syntax (sections with or without a subsection, keys
 // case-insensitive, quotes, backslash escapes and continuations, # and ;
 // comments) as far as those keys need, and never fails: a line it cannot
@@ -63,6 +67,10 @@ func configPaths(text string) []configRef {
 			refs = append(refs, configRef{Path: value})
 		case section == "core" && key == "hookspath":
 			refs = append(refs, configRef{Path: value, Hooks: true})
+		case commandKey(section, key):
+			if p, ok := commandPath(value); ok {
+				refs = append(refs, configRef{Path: p, Exec: true})
+			}
 		}
 	}
 	return refs
@@ -175,6 +183,88 @@ func configValue(raw, rest string) (string, string) {
 
 func trimPending(s string, n int) string { return s[:len(s)-n] }
 
+// commandKey reports whether section.key (as configPaths sees them: a
+// subsection is ".sub") holds a command git runs: a program or a shell
+// snippet, run from the top of the worktree, so that a relative path in
+// it names a file there.
+func commandKey(section, key string) bool {
+	switch section {
+	case "core":
+		switch key {
+		case "fsmonitor", "sshcommand", "editor", "pager", "askpass", "gitproxy":
+			return true
+		}
+	case "sequence":
+		return key == "editor"
+	case "diff":
+		return key == "external"
+	case "diff.sub":
+		return key == "command" || key == "textconv"
+	case "filter.sub":
+		return key == "clean" || key == "smudge" || key == "process"
+	case "merge.sub":
+		return key == "driver"
+	case "difftool.sub", "mergetool.sub", "browser.sub", "trailer.sub":
+		return key == "cmd" || key == "path" || key == "command"
+	case "gpg", "gpg.sub":
+		return key == "program" || key == "defaultkeycommand"
+	case "credential", "credential.sub":
+		return key == "helper"
+	case "remote.sub":
+		return key == "uploadpack" || key == "receivepack"
+	case "submodule.sub":
+		return key == "update"
+	case "interactive":
+		return key == "difffilter"
+	case "alias", "pager", "sendemail", "sendemail.sub", "web":
+		return true // alias.X = !cmd, pager.CMD, sendemail.*cmd, web.browser
+	}
+	return false
+}
+
+// interpreters run the script their first operand names.
+var interpreters = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "env": true, "exec": true,
+	"python": true, "python3": true, "perl": true, "ruby": true, "node": true,
+}
+
+// assignment reports whether w is a shell variable assignment (NAME=...),
+// which a command's program follows.
+func assignment(w string) bool {
+	name, _, ok := strings.Cut(w, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, c := range name {
+		if c != '_' && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// commandPath is the program a command value runs when that is a path
+// (it holds a '/'): its first word, or the script an interpreter in the
+// first word runs ("sh ./x", "!python3 tools/y.py"), or false. Words
+// with shell expansions are not paths it can know; a path with no '/'
+// is looked up in PATH, not in the worktree.
+func commandPath(v string) (string, bool) {
+	words := strings.Fields(strings.TrimPrefix(strings.TrimSpace(v), "!"))
+	for i := 0; i < len(words) && i < 4; i++ {
+		w := strings.Trim(words[i], `'"`)
+		switch {
+		case i > 0 && strings.HasPrefix(w, "-"):
+			continue // an interpreter's option
+		case interpreters[path.Base(w)], assignment(w):
+			continue
+		case strings.ContainsRune(w, '/') && !strings.ContainsAny(w, "$`%*?[]{}()<>|&;=~\\"):
+			return w, true
+		}
+		return "", false
+	}
+	return "", false
+}
+
 // configTarget resolves a configRef read from a config file in directory
 // confDir, of the repository whose worktree's top is worktree (both
 // relative to the workspace), for a workspace at wsHost on the host:
@@ -196,8 +286,8 @@ func configTarget(r configRef, confDir, worktree, wsHost string) (string, bool) 
 			return "", false
 		}
 		p = rel
-	case r.Hooks:
-		p = path.Join(worktree, p) // where hooks run
+	case r.Hooks || r.Exec:
+		p = path.Join(worktree, p) // where hooks and commands run
 	default:
 		p = path.Join(confDir, p) // relative to the including file
 	}

@@ -26,6 +26,13 @@ func TestConfigPaths(t *testing.T) {
 		{"section ends", "[include]\npath = a\n[user]\npath = b\n", []configRef{{Path: "a"}}},
 		{"crlf", "[include]\r\n\tpath = c\r\n", []configRef{{Path: "c"}}},
 		{"broken header", "[include\npath = x\n", nil},
+		{"fsmonitor program", "[core]\n\tfsmonitor = ./tools/fsmon.sh\n", []configRef{{Path: "./tools/fsmon.sh", Exec: true}}},
+		{"filter through an interpreter", "[filter \"x\"]\n\tclean = python3 -u scripts/clean.py %f\n", []configRef{{Path: "scripts/clean.py", Exec: true}}},
+		{"alias in a shell", "[alias]\n\tst = \"!FOO=1 sh -e ./bin/st\"\n", []configRef{{Path: "./bin/st", Exec: true}}},
+		{"alias of git", "[alias]\n\tlg = !git log origin/main..HEAD\n", nil},
+		{"program on PATH", "[diff \"img\"]\n\ttextconv = exiftool\n", nil},
+		{"absolute program", "[core]\n\tsshCommand = /usr/bin/ssh -i k/id\n", []configRef{{Path: "/usr/bin/ssh", Exec: true}}},
+		{"expansion", "[core]\n\teditor = $HOME/bin/ed\n", nil},
 	} {
 		if got := configPaths(c.text); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
@@ -51,6 +58,8 @@ func TestConfigTarget(t *testing.T) {
 		{configRef{Path: ".husky/_", Hooks: true}, "sub/.git", "sub", "sub/.husky/_", true},
 		{configRef{Path: "n.gitconfig"}, "sub", ".", "sub/n.gitconfig", true},
 		{configRef{Path: "hooks", Hooks: true}, "store.git", "store.git", "store.git/hooks", true},
+		{configRef{Path: "./tools/x", Exec: true}, "sub/.git", "sub", "sub/tools/x", true},
+		{configRef{Path: "../x", Exec: true}, ".git", ".", "", false},
 	} {
 		got, ok := configTarget(c.ref, c.confDir, c.worktree, ws)
 		if got != c.want || ok != c.ok {

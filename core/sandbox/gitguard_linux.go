@@ -991,6 +991,9 @@ func (g *gitGuard) asideStates() {
 		for _, did := range asideRepo(g.wsFd, r.Path, g.bases[r.Path]) {
 			g.log.Warn("sandbox git guard: an operation in progress (rebase, am, cherry-pick, rerere) in a repository of the user's held what the sandbox wrote", "workspace", g.ws, "what", did)
 		}
+		for _, did := range linksAside(g.wsFd, r.Path, g.since) {
+			g.log.Warn("sandbox git guard: the git directory of a repository of the user's held a symbolic link the sandbox made, which their git would write through", "workspace", g.ws, "what", did)
+		}
 	}
 }
 

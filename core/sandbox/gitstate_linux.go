@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -322,6 +324,75 @@ func asideRepo(ws int, gitdir string, base stateBase) []string {
 		}
 	})
 	return did
+}
+
+// maxLinkWalk bounds the entries linksAside looks at in one repository
+// (refs and logs; it does not walk loose objects).
+const maxLinkWalk = 200_000
+
+// linksAside removes the symbolic links made, or moved, since (the
+// guard's start) in the git directories of the repository whose git
+// directory is gitdir beneath ws. Git makes none there, and the user's
+// git writes through any it finds (COMMIT_EDITMSG, logs/HEAD, a ref:
+// to ~/.bashrc). Where the init's rule holds, the agent could make none
+// (Rule.GitMounts); where only the kernel's, or no rule, does, this is
+// what keeps the user's next commit from writing through the agent's
+// link once the session is over. A link's change time is the kernel's:
+// nothing in the sandbox can set it back. It returns what it did, for
+// the log.
+func linksAside(ws int, gitdir string, since time.Time) []string {
+	var did []string
+	budget := maxLinkWalk
+	eachGitDir(ws, gitdir, func(dir int, d, _ string) {
+		walkGitDir(dir, d, 0, &budget, func(parent int, name, where string, st *unix.Stat_t) {
+			if st.Mode&unix.S_IFMT != unix.S_IFLNK || time.Unix(st.Ctim.Unix()).Before(since) {
+				return
+			}
+			buf := make([]byte, 4096)
+			n, _ := unix.Readlinkat(parent, name, buf)
+			if err := unix.Unlinkat(parent, name, 0); err != nil {
+				did = append(did, fmt.Sprintf("%s -> %s: made in the sandbox, and could not be removed: %v", where, buf[:max(n, 0)], err))
+				return
+			}
+			did = append(did, fmt.Sprintf("%s -> %s: a symbolic link made in the sandbox: removed", where, buf[:max(n, 0)]))
+		})
+	})
+	return did
+}
+
+// walkGitDir calls fn with each entry beneath the git directory dir (at
+// d beneath the workspace), but for its worktrees' and submodules' git
+// directories (eachGitDir visits those) and the insides of loose-object
+// directories, until budget runs out.
+func walkGitDir(dir int, d string, depth int, budget *int, fn func(parent int, name, where string, st *unix.Stat_t)) {
+	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), d)
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	for _, name := range names {
+		if *budget--; *budget < 0 {
+			return
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		where := path.Join(d, name)
+		fn(fd, name, where, &st)
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || depth == 0 && (name == "worktrees" || name == "modules") ||
+			depth == 1 && path.Base(d) == "objects" && len(name) == 2 {
+			continue
+		}
+		sub, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		walkGitDir(sub, where, depth+1, budget, fn)
+		unix.Close(sub)
+	}
 }
 
 // maxIndex bounds an index the rule reads: a repository of some two

@@ -205,6 +205,13 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 	}
 	s.cfg = s.initConfig(hidden, sys)
 	s.cfg.PinStray = s.guard != nil && s.guard.headRule()
+	gitUser := os.Geteuid()
+	if spec.Owner != nil {
+		gitUser = spec.Owner.UID
+	}
+	if readHostGit != nil {
+		s.cfg.HostGit = readHostGit(ws, gitUser)
+	}
 	if s.guard != nil && s.guard.notify {
 		devs, err := workspaceDevs(ws)
 		if err != nil {
@@ -219,6 +226,11 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 	d.opts.Logger.DebugContext(ctx, "sandbox created", "sandbox", spec.ID, "workspace", ws, "network", spec.Network, "limits", s.enforced)
 	return s, nil
 }
+
+// readHostGit reads what the host's git configs name in a workspace
+// (hostgit_linux.go, the daemon's only: the init, built without it,
+// never creates a sandbox).
+var readHostGit func(ws string, uid int) []configRef
 
 // hostIDs are the host uid and gid the sandbox's root is mapped to: the
 // daemon's own when it is not root (the only ids it can map), else the

@@ -53,6 +53,10 @@ type initConfig struct {
 	// set where the git guard's HEAD rule is (the kernel's or the
 	// init's), in a directory the user named.
 	PinStray bool `json:",omitempty"`
+	// HostGit are the paths git configs outside the workspace name that
+	// could lie in it (hostGitRefs): relative ones in every repository's
+	// worktree, absolute ones where they are. The init pins them.
+	HostGit []configRef `json:",omitempty"`
 	// HeadRule has the init enforce the git guard's HEAD rule
 	// (headrule_linux.go): set where the guard has no kernel rule.
 	HeadRule *headRuleConfig `json:",omitempty"`

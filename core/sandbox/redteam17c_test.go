@@ -117,25 +117,6 @@ func TestGitLegacyRemotes(t *testing.T) {
 	}
 }
 
-// TestGitGlobalHooksPathRelative: a core.hooksPath in the user's global
-// config that is relative (".githooks", a common way to share hooks in
-// a project) is taken relative to the worktree, which the agent writes:
-// its .githooks/pre-commit runs at the user's next git commit. The guard
-// pins only a hooksPath the repository's own config names (red team
-// 17c; the global config stands in as -c here).
-func TestGitGlobalHooksPathRelative(t *testing.T) {
-	requireRoot(t)
-	redTeam(t, "a relative core.hooksPath in the user's global config: the agent's worktree hooks run")
-	d := newDriver(t, NativeOptions{})
-	ws, marker, git := userDir(t)
-	red17Repo(t, git, ws)
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.must(`cd /workspace && mkdir -p .githooks && printf '#!/bin/sh\ntouch ` + marker + `/global-hookspath\n' > .githooks/pre-commit && chmod +x .githooks/pre-commit && ls -l .githooks`))
-	b.end()
-	out, _ := git(ws, "-c", "core.hooksPath=.githooks", "commit", "-q", "--allow-empty", "-m", "mine")
-	noMarks(t, marker, "the user (git commit, global core.hooksPath=.githooks)", out)
-}
-
 // TestGitLinkedWorktreeOutsideRebase: the workspace is a linked worktree
 // of a repository of the user's outside it (its .git a file naming
 // MAIN/.git/worktrees/NAME): the agent leaves a rebase in progress in

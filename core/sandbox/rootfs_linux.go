@@ -486,7 +486,7 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 		if (r.Stray || r.Half) && !cfg.PinStray {
 			continue
 		}
-		if err := protectRepo(src, ws, r, cfg.Workspace.Path, pinned, &strays, &note); err != nil {
+		if err := protectRepo(src, ws, r, cfg.Workspace.Path, cfg.HostGit, pinned, &strays, &note); err != nil {
 			if !linkInNotOurs(src, r, err) {
 				return nil, "", err
 			}
@@ -500,6 +500,19 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 				note = strings.TrimPrefix(note+"; git rule: a repository not the workspace user's holds a symlink where a control file would be pinned ("+r.Path+"); it is not pinned (git on the host does not trust it)", "; ")
 			}
 		}
+	}
+	// What the host's configs name in the workspace by absolute path
+	// (hostGitRefs): a repository's above the workspace, whose worktree
+	// holds it, or a user's global core.hooksPath there.
+	var abs []configRef
+	for _, h := range cfg.HostGit {
+		if path.IsAbs(h.Path) {
+			abs = append(abs, h)
+		}
+	}
+	hw := configWalk{seen: map[string]bool{}, budget: maxConfigPins}
+	if err := hw.pin(src, ws, abs, ".", ".", cfg.Workspace.Path, pinned, 0); err != nil {
+		return nil, "", err
 	}
 	for _, p := range cfg.Protected {
 		if err := protect(src, ws, p, p, pinned); err != nil {
@@ -526,7 +539,7 @@ func linkInNotOurs(src int, r Repo, err error) bool {
 }
 
 // protectRepo pins one repository's control files (see protectWorkspace).
-func protectRepo(src, ws int, r Repo, wsHost string, pinned map[string]bool, strays *int, note *string) error {
+func protectRepo(src, ws int, r Repo, wsHost string, host []configRef, pinned map[string]bool, strays *int, note *string) error {
 	if r.Half && r.Path != "." {
 		return protect(src, ws, r.Path+"/", r.Path+"/", pinned)
 	}
@@ -554,7 +567,19 @@ func protectRepo(src, ws int, r Repo, wsHost string, pinned map[string]bool, str
 		return err
 	}
 	refs := configWalk{seen: map[string]bool{}, budget: maxConfigPins}
-	return refs.protect(src, ws, r.Path+"/config", repoWorktree(r.Path), wsHost, pinned, 0)
+	if err := refs.protect(src, ws, r.Path+"/config", repoWorktree(r.Path), wsHost, pinned, 0); err != nil {
+		return err
+	}
+	// What the user's own configs on the host (global, system) name
+	// relative to every worktree: core.hooksPath = .githooks, a filter's
+	// ./scripts/clean (hostGitRefs).
+	var rel []configRef
+	for _, h := range host {
+		if !path.IsAbs(h.Path) {
+			rel = append(rel, h)
+		}
+	}
+	return refs.pin(src, ws, rel, "", repoWorktree(r.Path), wsHost, pinned, 0)
 }
 
 // maxConfigPins bounds what one repository's configs get pinned (an
@@ -574,11 +599,11 @@ const maxIncludeDepth = 10
 
 // protect pins what the config at conf (a pinned file, relative
 // to the workspace, src) names in the workspace: included files, each
-// read for its own includes in turn, and the hooks directory (see
-// configPaths), so that the agent can write neither. A missing one is
-// pinned where its path first leaves what exists: an empty file or
-// directory the agent cannot fill. A symlink on the way fails the start,
-// as for the control files.
+// read for its own includes in turn, the hooks directory and the
+// programs its commands run (see configPaths), so that the agent can
+// write none of them. A missing one is pinned where its path first
+// leaves what exists: an empty file or directory the agent cannot fill.
+// A symlink on the way fails the start, as for the control files.
 func (w *configWalk) protect(src, ws int, conf, worktree, wsHost string, pinned map[string]bool, depth int) error {
 	if depth > maxIncludeDepth || w.seen[conf] {
 		return nil
@@ -588,8 +613,15 @@ func (w *configWalk) protect(src, ws int, conf, worktree, wsHost string, pinned 
 	if err != nil {
 		return nil // none, or not a file: git reads nothing there either
 	}
-	for _, ref := range configPaths(text) {
-		rel, ok := configTarget(ref, path.Dir(conf), worktree, wsHost)
+	return w.pin(src, ws, configPaths(text), path.Dir(conf), worktree, wsHost, pinned, depth)
+}
+
+// pin pins refs, named by a config in confDir (relative to the
+// workspace) for the repository whose worktree's top is worktree, and
+// walks the included configs among them.
+func (w *configWalk) pin(src, ws int, refs []configRef, confDir, worktree, wsHost string, pinned map[string]bool, depth int) error {
+	for _, ref := range refs {
+		rel, ok := configTarget(ref, confDir, worktree, wsHost)
 		if !ok || rel == "." || pinned[rel] {
 			continue // outside the workspace, the whole of it, or done
 		}
@@ -599,7 +631,7 @@ func (w *configWalk) protect(src, ws int, conf, worktree, wsHost string, pinned 
 		if err := protectMissing(src, ws, rel, ref.Hooks, pinned); err != nil {
 			return err
 		}
-		if !ref.Hooks {
+		if !ref.Hooks && !ref.Exec {
 			if err := w.protect(src, ws, rel, worktree, wsHost, pinned, depth+1); err != nil {
 				return err
 			}

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "a6c2352cffd94e684eae07b46be58c7e12538689acc4072d338f73a2bb7a97f4",
-	"arm64": "bf7bfb366b5574da4eb0d804b102684857f89ddd0c87b6c47440c080729bb968",
+	"amd64": "0d541a11c41905587f62223acb6b6e169f6be260906af5b0cf5a4284fc45100c",
+	"arm64": "eab295bbe0ca89631b7d2c5d42a5f1feea3cfd14015e9420e89128dff9645f55",
 }

@@ -257,7 +257,7 @@ func commandPath(v string) (string, bool) {
 			continue // an interpreter's option
 		case interpreters[path.Base(w)], assignment(w):
 			continue
-		case strings.ContainsRune(w, '/') && !strings.ContainsAny(w, "$`%*?[]{}()<>|&;=~\\"):
+		case strings.ContainsRune(w, '/') && !strings.ContainsAny(w, "$`%*?[]{}()<>|&;=~\\'\""):
 			return w, true
 		}
 		return "", false

@@ -73,7 +73,7 @@ func TestConfigTarget(t *testing.T) {
 // no more than maxConfigRefs paths, and a plain include line appended
 // to it under its own header is always found.
 func FuzzConfigPaths(f *testing.F) {
-	for _, s := range []string{"", "[include]\n\tpath = a\n", "[core]\nhooksPath=\"x\\\n", "[includeIf \"a\\\"]\"]\npath=\\", "[a.b]\n;c\n#d\nx = \"\\t\\n\\b\"", "\\\n\\"} {
+	for _, s := range []string{"", "[include]\n\tpath = a\n", "[alias]\n\tx = !sh -e ./a/b\n", "[filter \"f\"]\n\tclean = A=1 python3 t/c.py %f\n", "[core]\nhooksPath=\"x\\\n", "[includeIf \"a\\\"]\"]\npath=\\", "[a.b]\n;c\n#d\nx = \"\\t\\n\\b\"", "\\\n\\"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
@@ -84,6 +84,9 @@ func FuzzConfigPaths(f *testing.F) {
 		for _, r := range refs {
 			if p, ok := configTarget(r, ".git", ".", "/w"); ok && (strings.HasPrefix(p, "../") || p == "..") {
 				t.Fatalf("target %q leaves the workspace", p)
+			}
+			if r.Exec && (!strings.Contains(r.Path, "/") || strings.ContainsAny(r.Path, "$`' \t\n")) {
+				t.Fatalf("program %q is not a plain path", r.Path)
 			}
 		}
 		if len(refs) == maxConfigRefs || strings.Count(text, "\"")%2 == 1 || strings.HasSuffix(strings.TrimRight(text, "\r"), "\\") {

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "0d541a11c41905587f62223acb6b6e169f6be260906af5b0cf5a4284fc45100c",
-	"arm64": "eab295bbe0ca89631b7d2c5d42a5f1feea3cfd14015e9420e89128dff9645f55",
+	"amd64": "299ee99e129a392cff329018e72e99cf891c7aab0ef063e2930dc5f6a9a72838",
+	"arm64": "0bf601ae3684f7ce94cd349639b6ec9fe142288388a4223daddff551b8c11301",
 }

@@ -1,0 +1,243 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Red team 18: the host's git configs (hostGitRefs), the programs a
+// config's commands run (commandKey, commandPath), and the sweep of
+// symlinks at the end (linksAside), as of 96c7834.
+
+// red18Hook is a script that leaves a mark named name in marker and
+// passes its input through (a filter's clean, a hook).
+func red18Hook(marker, name string) string {
+	return `#!/bin/sh\ntouch ` + marker + `/` + name + `\ncat\n`
+}
+
+// TestRed18LinkedWorktreeHooksPath attacks a workspace that is a linked
+// worktree of a repository of the user's (`git worktree add`, a common
+// way to give an agent a checkout of its own): its .git is a file, so
+// protectRepo pins only that file (r.File) and never reads the config
+// the worktree runs with, which is the main repository's, outside the
+// workspace, where neither the init nor hostGitRefs (which looks only
+// above the workspace) reads it. A `core.hooksPath = .husky/_` there
+// (husky's) names a directory in every worktree: the agent writes
+// .husky/_/pre-commit, and the user's next `git commit` in the worktree
+// runs it. The same holds for the user's global relative
+// core.hooksPath, filters and fsmonitor (hostGitRefs' relative refs are
+// pinned only in protectRepo's non-File branch).
+func TestRed18LinkedWorktreeHooksPath(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	main, marker, git := userDir(t)
+	red17Repo(t, git, main)
+	if o, err := git(main, "config", "core.hooksPath", ".husky/_"); err != nil {
+		t.Fatal(o)
+	}
+	parent, _, _ := userDir(t)
+	ws := filepath.Join(parent, "wt")
+	if o, err := git(main, "worktree", "add", "-q", "-b", "agent", ws); err != nil {
+		t.Fatal(o)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; cat .git; mkdir -p .husky/_; printf '` + red18Hook(marker, "linked-worktree-hook") + `' > .husky/_/pre-commit; chmod +x .husky/_/pre-commit; ls -la .husky/_; true`))
+	b.end()
+	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit in a linked worktree whose repository has core.hooksPath = .husky/_)", out)
+}
+
+// TestRed18GlobalConfigLinkedIntoWorkspace attacks a global config that
+// is itself a file in the workspace: ~/.gitconfig -> ~/dotfiles/gitconfig
+// (GNU stow and most dotfiles managers do exactly that), with a session
+// in ~/dotfiles. hostGitRefs reads ~/.gitconfig for what it names, but
+// pins nothing for the file itself, so the agent rewrites the user's
+// global config: core.fsmonitor there runs in every git status of the
+// user's, in every repository on the host.
+func TestRed18GlobalConfigLinkedIntoWorkspace(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	home := t.TempDir()
+	os.Chown(home, userDirOwner, userDirOwner)
+	withHome(t, userDirOwner, home)
+	ws, marker, git := userDir(t)
+	red17Repo(t, git, ws)
+	writeAs(t, userDirOwner, filepath.Join(ws, "gitconfig"), "[user]\n\tname = me\n\temail = me@example.com\n", 0o644)
+	if err := os.Symlink(filepath.Join(ws, "gitconfig"), filepath.Join(home, ".gitconfig")); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(filepath.Join(home, ".gitconfig"), userDirOwner, userDirOwner)
+	other, _, git2 := userDir(t)
+	red17Repo(t, git2, other)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; printf '[core]\n\tfsmonitor = "touch ` + marker + `/global-config-in-workspace; false"\n' >> gitconfig; cat gitconfig; true`))
+	b.end()
+	out, _ := gitWithHome(userDirOwner, home, other, "status")
+	noMarks(t, marker, "the user (git status in another repository, with ~/.gitconfig linked into the workspace)", out)
+}
+
+// TestRed18HostConfigFifoHangsCreate attacks the daemon (root) through
+// hostGitRefs: where a config it reads is a file in the workspace
+// (~/.gitconfig -> ~/dotfiles/gitconfig, or an include so linked), the
+// agent replaces that file by a FIFO between sessions; read opens it
+// with os.Open before it checks it is a regular file, and the open
+// blocks for ever: the next Create over the workspace never returns.
+// (Git on the host would block too, but that is the user's git, not the
+// daemon.)
+func TestRed18HostConfigFifoHangsCreate(t *testing.T) {
+	old := systemGitConfig
+	systemGitConfig = filepath.Join(t.TempDir(), "none")
+	t.Cleanup(func() { systemGitConfig = old })
+	home := t.TempDir()
+	withHome(t, 4242, home)
+	ws := t.TempDir()
+	fifo := filepath.Join(ws, "gitconfig")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fifo, filepath.Join(home, ".gitconfig")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		hostGitRefs(ws, 4242)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Errorf("hostGitRefs (the daemon's Create) blocks on a FIFO in the workspace that ~/.gitconfig links to")
+		// Let it go: a writer opens the FIFO, and closes it.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		<-done
+	}
+}
+
+// TestRed18SymlinkedHome attacks within's lexical test in hostGitRefs:
+// the user's home directory is a symlink (/home -> /data/home, an
+// automounted or relocated home), so what ~ names in the user's global
+// config is not lexically in the workspace's real path, though it is
+// there. A `include.path = ~/proj/team.gitconfig` or a hooks directory
+// so named is neither pinned nor left to the init, and the daemon reads
+// the include itself as root (see the FIFO above).
+func TestRed18SymlinkedHome(t *testing.T) {
+	old := systemGitConfig
+	systemGitConfig = filepath.Join(t.TempDir(), "none")
+	t.Cleanup(func() { systemGitConfig = old })
+	real := t.TempDir()
+	home := filepath.Join(t.TempDir(), "home")
+	if err := os.Symlink(real, home); err != nil {
+		t.Fatal(err)
+	}
+	withHome(t, 4242, home)
+	ws := filepath.Join(real, "proj")
+	os.MkdirAll(ws, 0o755)
+	writeAs(t, 0, filepath.Join(real, ".gitconfig"), "[include]\n\tpath = ~/proj/team.gitconfig\n[core]\n\thooksPath = ~/proj/hooks\n", 0o644)
+	got := hostGitRefs(ws, 4242)
+	var in []string
+	for _, r := range got {
+		if within(r.Path, ws) {
+			in = append(in, r.Path)
+		}
+	}
+	if len(in) != 2 {
+		t.Errorf("with the home a symlink, what ~ names in the workspace %s is not pinned: got %+v (in the workspace: %v)", ws, got, in)
+	}
+}
+
+// TestRed18FilterCommandForms attacks commandPath with command values a
+// shell runs from a file of the worktree that it does not return (or
+// returns wrongly): `sh clean.sh` (an interpreter's script with no '/',
+// which sh, python, perl and node read from the working directory, the
+// worktree's top), `./fs\ mon` (an escaped blank: the word holds '\'),
+// `env A=1 B=2 C=3 ./envf` (the program past the fourth word) and
+// `sh -o errexit ./d.sh` (an interpreter's option that takes an
+// argument, which ends the search). The
+// user's repository defines the filters; the agent writes the
+// .gitattributes that uses them and the programs; the user's `git add`
+// runs them.
+func TestRed18FilterCommandForms(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red17Repo(t, git, ws)
+	for _, c := range [][]string{
+		{"config", "filter.a.clean", "sh clean.sh"},
+		{"config", "filter.b.clean", `./fs\ mon`},
+		{"config", "filter.c.clean", "env A=1 B=2 C=3 ./envf"},
+		{"config", "filter.d.clean", "sh -o errexit ./d.sh"},
+	} {
+		if o, err := git(ws, c...); err != nil {
+			t.Fatal(o)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; printf '*.a filter=a\n*.b filter=b\n*.c filter=c\n*.d filter=d\n' > .gitattributes;
+printf '` + red18Hook(marker, "sh-script-no-slash") + `' > clean.sh;
+printf '` + red18Hook(marker, "escaped-blank") + `' > 'fs mon'; chmod +x 'fs mon';
+printf '` + red18Hook(marker, "env-fifth-word") + `' > envf; chmod +x envf;
+printf '` + red18Hook(marker, "option-argument") + `' > d.sh;
+echo x > x.a; echo x > x.b; echo x > x.c; echo x > x.d; ls -la; true`))
+	b.end()
+	out, _ := git(ws, "add", "-A")
+	noMarks(t, marker, "the user (git add, with filters of the repository's own config)", out)
+}
+
+// TestRed18MissedCommandKeys: config keys naming a program git runs (or,
+// for init.templateDir, the hooks copied into every repository the user
+// makes), which configPaths does not know: a repository's or the user's
+// config naming one in the workspace leaves it the agent's.
+func TestRed18MissedCommandKeys(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"init.templateDir", "[init]\n\ttemplateDir = /ws/git-template\n", "/ws/git-template"},
+		{"tar.<format>.command", "[tar \"tgz\"]\n\tcommand = ./gz.sh\n", "./gz.sh"},
+		{"core.alternateRefsCommand", "[core]\n\talternateRefsCommand = ./alt.sh\n", "./alt.sh"},
+		{"imap.tunnel", "[imap]\n\ttunnel = ./tunnel.sh\n", "./tunnel.sh"},
+		{"man.<tool>.cmd", "[man \"v\"]\n\tcmd = ./man.sh\n", "./man.sh"},
+		{"guitool.<name>.cmd", "[guitool \"g\"]\n\tcmd = ./gui.sh\n", "./gui.sh"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, r := range configPaths(c.text) {
+				if strings.TrimPrefix(r.Path, "./") == strings.TrimPrefix(c.want, "./") {
+					return
+				}
+			}
+			t.Errorf("%s = %s is not named: %+v", c.name, c.want, configPaths(c.text))
+		})
+	}
+}
+
+// TestRed18InitTemplateDir: the user's global `init.templateDir`, a
+// common setting, names a directory in the workspace (a dotfiles
+// repository's git-template); the agent adds hooks/pre-commit to it,
+// and git copies it into every repository the user then makes (git
+// init, git clone), where the user's first commit runs it.
+func TestRed18InitTemplateDir(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	home := t.TempDir()
+	os.Chown(home, userDirOwner, userDirOwner)
+	withHome(t, userDirOwner, home)
+	ws, marker, _ := userDir(t)
+	tmpl := filepath.Join(ws, "git-template")
+	os.MkdirAll(filepath.Join(tmpl, "hooks"), 0o755)
+	os.Chown(tmpl, userDirOwner, userDirOwner)
+	os.Chown(filepath.Join(tmpl, "hooks"), userDirOwner, userDirOwner)
+	writeAs(t, userDirOwner, filepath.Join(home, ".gitconfig"), "[init]\n\ttemplateDir = "+tmpl+"\n[user]\n\tname = me\n\temail = me@example.com\n", 0o644)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; printf '` + red18Hook(marker, "template-hook") + `' > git-template/hooks/pre-commit; chmod +x git-template/hooks/pre-commit; ls -la git-template/hooks; true`))
+	b.end()
+	fresh, _, _ := userDir(t)
+	var out strings.Builder
+	for _, c := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "first"}} {
+		o, _ := gitWithHome(userDirOwner, home, fresh, c...)
+		out.WriteString(o)
+	}
+	noMarks(t, marker, "the user (git init and commit elsewhere, with init.templateDir in the workspace)", out.String())
+}

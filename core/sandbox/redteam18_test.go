@@ -241,3 +241,116 @@ func TestRed18InitTemplateDir(t *testing.T) {
 	}
 	noMarks(t, marker, "the user (git init and commit elsewhere, with init.templateDir in the workspace)", out.String())
 }
+
+// TestRed18SubmoduleConfigNames attacks the same gap as the linked
+// worktree's, wholly inside the workspace: a submodule's .git is a file
+// (r.File: only it is pinned), and its git directory, .git/modules/sub,
+// is pinned read-only whole, but nothing reads its config for what it
+// names in the submodule's worktree. A `core.hooksPath = .husky/_`
+// there names sub/.husky/_, which the agent writes; the user's next
+// commit in the submodule runs it.
+func TestRed18SubmoduleConfigNames(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	src, _, gitSrc := userDir(t)
+	red17Repo(t, gitSrc, src)
+	ws, marker, git := userDir(t)
+	red17Repo(t, git, ws)
+	for _, c := range []struct {
+		dir  string
+		args []string
+	}{
+		{ws, []string{"-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub"}},
+		{ws, []string{"commit", "-qm", "submodule"}},
+		{filepath.Join(ws, "sub"), []string{"config", "core.hooksPath", ".husky/_"}},
+	} {
+		if o, err := git(c.dir, c.args...); err != nil {
+			t.Fatal(o)
+		}
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace/sub; cat .git; mkdir -p .husky/_; printf '` + red18Hook(marker, "submodule-hook") + `' > .husky/_/pre-commit; chmod +x .husky/_/pre-commit; ls -la .husky/_; true`))
+	b.end()
+	out, _ := git(filepath.Join(ws, "sub"), "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit in a submodule whose config has core.hooksPath = .husky/_)", out)
+}
+
+// TestRed18ConfigTargetClimbsBackIn attacks configTarget's lexical
+// test: a repository at the workspace's top whose config names
+// `../proj/hooks` (or includes `../../proj/x.inc` from .git/config),
+// with the workspace at .../proj, names a path in the workspace; the
+// init takes it for one outside and pins nothing.
+func TestRed18ConfigTargetClimbsBackIn(t *testing.T) {
+	for _, c := range []struct {
+		r       configRef
+		confDir string
+		want    string
+	}{
+		{configRef{Path: "../proj/hooks", Hooks: true}, ".git", "hooks"},
+		{configRef{Path: "../../proj/x.inc"}, ".git", "x.inc"},
+		{configRef{Path: "../proj/fsmon", Exec: true}, ".git", "fsmon"},
+	} {
+		got, ok := configTarget(c.r, c.confDir, ".", "/home/u/proj")
+		if !ok || got != c.want {
+			t.Errorf("configTarget(%+v) in /home/u/proj = %q, %v; git on the host reads or runs /home/u/proj/%s", c.r, got, ok, c.want)
+		}
+	}
+}
+
+// red18LinkVictim makes a file of the user's outside the workspace.
+func red18LinkVictim(t *testing.T) string {
+	home := t.TempDir()
+	os.Chmod(filepath.Dir(home), 0o755)
+	os.Chown(home, userDirOwner, userDirOwner)
+	v := filepath.Join(home, "bashrc")
+	writeAs(t, userDirOwner, v, "# the user's\n", 0o644)
+	return v
+}
+
+// TestRed18LinkInLooseObjects: where no rule holds (watchAlone),
+// linksAside does not look inside loose-object directories
+// (objects/ab/), so a symlink the agent makes there stays after the
+// session, though the README says every symlink made in the user's git
+// directories is removed. Git reads a loose object through it without
+// checking its name against its contents (another repository's object
+// of the user's, outside the workspace), and freshens it with utime
+// through it. Low severity.
+func TestRed18LinkInLooseObjects(t *testing.T) {
+	requireRoot(t)
+	watchAlone(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red17Repo(t, git, ws)
+	v := red18LinkVictim(t)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	b.must(`mkdir -p .git/objects/ab && ln -s ` + v + ` .git/objects/ab/cdef0123456789abcdef0123456789abcdef01`)
+	b.end()
+	if _, err := os.Lstat(filepath.Join(ws, ".git/objects/ab/cdef0123456789abcdef0123456789abcdef01")); err == nil {
+		t.Errorf("a symlink the agent made in .git/objects/ab/ is still there after the session")
+	}
+}
+
+// TestRed18LinkPastWalkBudget: where no rule holds (watchAlone),
+// linksAside stops after maxLinkWalk (200,000) entries of a repository's
+// git directories, saying nothing. The agent makes a directory in .git
+// that comes before logs in the directory's order (it reads that order
+// with ls -f, and tries names until one does), fills it with 200,100
+// empty files, and links .git/logs/HEAD to a file of the user's outside
+// the workspace: the sweep never gets to it, and the user's next commit
+// or checkout appends its reflog line to that file (the branch name in
+// it is the agent's: `x$(id)` in a ~/.bashrc runs).
+func TestRed18LinkPastWalkBudget(t *testing.T) {
+	requireRoot(t)
+	watchAlone(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red17Repo(t, git, ws)
+	v := red18LinkVictim(t)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd .git && P= && for n in $(seq 1 200); do mkdir p$n; if [ "$(ls -f | grep -x -e p$n -e logs | head -1)" = p$n ]; then P=p$n; break; fi; rmdir p$n; done; test -n "$P" && cd $P && seq -f f%g 1 200100 | xargs touch && cd .. && rm -f logs/HEAD && ln -s ` + v + ` logs/HEAD && ls -f | head -30 && echo pad $P`))
+	b.end()
+	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
+	if got, _ := os.ReadFile(v); string(got) != "# the user's\n" {
+		t.Errorf("the user's git wrote through .git/logs/HEAD, a symlink the sweep did not reach, into %s:\n%s\n%s", v, got, out)
+	}
+}

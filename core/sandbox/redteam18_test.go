@@ -354,3 +354,50 @@ func TestRed18LinkPastWalkBudget(t *testing.T) {
 		t.Errorf("the user's git wrote through .git/logs/HEAD, a symlink the sweep did not reach, into %s:\n%s\n%s", v, got, out)
 	}
 }
+
+// TestRed18CommandPathFirstWord attacks commandPath on values whose
+// program is a path in the worktree, in forms a shell runs it from:
+// the first word glued to an operator (`!./lint.sh; git push`,
+// `./fsmon.sh>/dev/null`), quoted with a blank in it, an interpreter
+// it does not list (python3.11, php), and an interpreter's script
+// with no '/' (`sh clean.sh`, read from the worktree's top).
+func TestRed18CommandPathFirstWord(t *testing.T) {
+	for _, c := range []struct{ v, want string }{
+		{"!./lint.sh; git push", "./lint.sh"},
+		{"!./lint.sh&&git push", "./lint.sh"},
+		{"./fsmon.sh>/dev/null", "./fsmon.sh"},
+		{`"./my tool" --clean`, "./my tool"},
+		{"sh clean.sh", "clean.sh"},
+		{"python3 clean.py", "clean.py"},
+		{"python3.11 ./clean.py", "./clean.py"},
+		{"php ./clean.php", "./clean.php"},
+	} {
+		if got, ok := commandPath(c.v); !ok || got != c.want {
+			t.Errorf("commandPath(%q) = %q, %v; the shell runs %s from the worktree", c.v, got, ok, c.want)
+		}
+	}
+}
+
+// TestRed18EnclosingLinkedWorktree: a probe that holds. The workspace is
+// inside a linked worktree of the user's (its .git a file to
+// main/.git/worktrees/wt, whose commondir leads to main/.git), and the
+// main repository's config names sub/hooks: hostGitRefs reads it
+// through commondir and names the workspace's hooks.
+func TestRed18EnclosingLinkedWorktree(t *testing.T) {
+	old := systemGitConfig
+	systemGitConfig = filepath.Join(t.TempDir(), "none")
+	t.Cleanup(func() { systemGitConfig = old })
+	withHome(t, 4242, "")
+	root := t.TempDir()
+	main := filepath.Join(root, "main")
+	wt := filepath.Join(root, "wt")
+	ws := filepath.Join(wt, "sub")
+	os.MkdirAll(ws, 0o755)
+	writeAs(t, 0, filepath.Join(main, ".git/config"), "[core]\n\thooksPath = sub/hooks\n", 0o644)
+	writeAs(t, 0, filepath.Join(main, ".git/worktrees/wt/commondir"), "../..\n", 0o644)
+	writeAs(t, 0, filepath.Join(wt, ".git"), "gitdir: ../main/.git/worktrees/wt\n", 0o644)
+	got := hostGitRefs(ws, 4242)
+	if len(got) != 1 || got[0].Path != ws+"/hooks" {
+		t.Errorf("refs %+v, want %s/hooks", got, ws)
+	}
+}

@@ -191,7 +191,8 @@ echo x > x.a; echo x > x.b; echo x > x.c; echo x > x.d; ls -la; true`))
 
 // TestRed18MissedCommandKeys: config keys naming a program git runs (or,
 // for init.templateDir, the hooks copied into every repository the user
-// makes), which configPaths does not know: a repository's or the user's
+// makes; lfs.customtransfer.<name>.path, which git-lfs runs), which
+// configPaths does not know: a repository's or the user's
 // config naming one in the workspace leaves it the agent's.
 func TestRed18MissedCommandKeys(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
@@ -201,6 +202,7 @@ func TestRed18MissedCommandKeys(t *testing.T) {
 		{"imap.tunnel", "[imap]\n\ttunnel = ./tunnel.sh\n", "./tunnel.sh"},
 		{"man.<tool>.cmd", "[man \"v\"]\n\tcmd = ./man.sh\n", "./man.sh"},
 		{"guitool.<name>.cmd", "[guitool \"g\"]\n\tcmd = ./gui.sh\n", "./gui.sh"},
+		{"lfs.customtransfer.<name>.path", "[lfs \"customtransfer.x\"]\n\tpath = ./xfer.sh\n", "./xfer.sh"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, r := range configPaths(c.text) {
@@ -399,5 +401,29 @@ func TestRed18EnclosingLinkedWorktree(t *testing.T) {
 	got := hostGitRefs(ws, 4242)
 	if len(got) != 1 || got[0].Path != ws+"/hooks" {
 		t.Errorf("refs %+v, want %s/hooks", got, ws)
+	}
+}
+
+// TestRed18FormatPatchWritesThroughLink attacks git's own writes in the
+// worktree, which no pin covers: `git format-patch` names its files
+// after the commits (0001-<subject>.patch, in the current directory) and
+// opens them with fopen, following a symlink. The agent commits its work
+// (as agents do), with a subject it knows and a body line that is a
+// shell command, and leaves 0001-fix-it.patch -> ~/.bashrc; the user's
+// `git format-patch -1` in the workspace overwrites ~/.bashrc, outside
+// the workspace, with the patch, whose body line the user's next shell
+// runs.
+func TestRed18FormatPatchWritesThroughLink(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red17Repo(t, git, ws)
+	v := red18LinkVictim(t)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	b.must(`echo agent >> f && git -c user.name=agent -c user.email=a@example.com commit -qam 'fix it' -m 'touch /tmp/agent-was-here' && ln -s ` + v + ` 0001-fix-it.patch`)
+	b.end()
+	out, _ := git(ws, "format-patch", "-1")
+	if got, _ := os.ReadFile(v); string(got) != "# the user's\n" {
+		t.Errorf("the user's git format-patch wrote through a symlink the agent left in the worktree, into %s outside the workspace:\n%s\n%s", v, got, out)
 	}
 }

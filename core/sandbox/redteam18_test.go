@@ -427,3 +427,26 @@ func TestRed18FormatPatchWritesThroughLink(t *testing.T) {
 		t.Errorf("the user's git format-patch wrote through a symlink the agent left in the worktree, into %s outside the workspace:\n%s\n%s", v, got, out)
 	}
 }
+
+// TestRed18PlantedLinkStartsNextSession: a probe that holds. With the
+// user's global `core.hooksPath = .githooks`, pinned in every
+// repository, the agent makes a repository of its own and plants
+// .githooks -> /etc in it (and a .githooks file in a plain directory):
+// the next session over the workspace still starts (the repository is
+// the sandbox uid's, which git on the host does not trust: not pinned).
+func TestRed18PlantedLinkStartsNextSession(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	home := t.TempDir()
+	os.Chown(home, userDirOwner, userDirOwner)
+	withHome(t, userDirOwner, home)
+	ws, _, git := userDir(t)
+	red17Repo(t, git, ws)
+	writeAs(t, userDirOwner, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = .githooks\n", 0o644)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; for i in 1 2 3 4 5; do git init -q -b main mine 2>&1 && break; sleep 0.2; done; ln -s /etc mine/.githooks; mkdir -p plain; ln -s /etc plain/.githooks; ls -la mine; true`))
+	b.end()
+	b = newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`ls -la mine/.githooks`))
+	b.end()
+}

@@ -450,3 +450,45 @@ func TestRed18PlantedLinkStartsNextSession(t *testing.T) {
 	t.Log(b.must(`ls -la mine/.githooks`))
 	b.end()
 }
+
+// TestRed18GitFifoAboveHangsCreate attacks enclosingRepo, which the
+// daemon (root) runs at Create from the workspace's parent up: the
+// agent of a session over a directory (~/work) makes a repository in a
+// subdirectory (git init ~/work/clients: the guard hands its .git to
+// the sandbox's uid, but leaves it) and replaces its config by a FIFO;
+// a later session over a directory below it (~/work/clients/acme) has
+// the daemon take clients for the enclosing repository and open
+// .git/config to read it, which blocks for ever: that Create never
+// returns. (The init's rule refuses a FIFO, a file or a link named .git
+// itself. A symlink .git/config -> a device would have root open the
+// device: /proc/kmsg, a watchdog. Git on the host would not read that
+// config: the repository is not the user's.)
+func TestRed18GitFifoAboveHangsCreate(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, _ := userDir(t)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; mkdir -p clients/acme; for i in 1 2 3 4 5; do git init -q clients 2>&1 && break; sleep 0.2; done; rm -f clients/.git/config; mkfifo clients/.git/config; ls -la clients clients/.git; true`))
+	b.end()
+	fifo := filepath.Join(ws, "clients", ".git", "config")
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Skipf("no FIFO left: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sb, err := d.Create(t.Context(), Spec{Workspace: filepath.Join(ws, "clients", "acme"), Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+		if err == nil {
+			sb.Destroy(t.Context())
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Errorf("Create over %s/clients/acme blocks on the FIFO %s the agent left above it", ws, fifo)
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		<-done
+	}
+}

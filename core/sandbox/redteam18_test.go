@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/core/terminal"
 )
 
 // Red team 18: the host's git configs (hostGitRefs), the programs a
@@ -491,4 +493,33 @@ func TestRed18GitFifoAboveHangsCreate(t *testing.T) {
 		}
 		<-done
 	}
+}
+
+// TestRed18AgentRepoAboveFailsStart attacks hostGitRefs' enclosing
+// repository, which it takes without asking whose it is: the agent of a
+// session over ~/work makes a repository at ~/work/clients (handed to
+// the sandbox's uid, so git on the host ignores it) whose config names
+// core.hooksPath = acme/x/hooks, and makes ~/work/clients/acme/x a
+// symlink. A later session over ~/work/clients/acme gets that absolute
+// ref from the daemon, and the init, pinning it, meets the link and
+// refuses to start (protectWorkspace has no linkInNotOurs exception
+// for the host's refs): every session over that directory fails until
+// the user finds the link.
+func TestRed18AgentRepoAboveFailsStart(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, _ := userDir(t)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; mkdir -p clients/acme; for i in 1 2 3 4 5; do git init -q clients 2>&1 && break; sleep 0.2; done; printf '[core]\n\thooksPath = acme/x/hooks\n' > clients/.git/config; ln -s /etc clients/acme/x; ls -la clients clients/acme; true`))
+	b.end()
+	sb, err := d.Create(t.Context(), Spec{Workspace: filepath.Join(ws, "clients", "acme"), Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	if err != nil {
+		t.Fatalf("Create over clients/acme: %v", err)
+	}
+	defer sb.Destroy(t.Context())
+	term, err := terminal.New(t.Context(), termOptions(sb))
+	if err != nil {
+		t.Fatalf("a session over clients/acme does not start, for a link the agent of an earlier session planted: %v", err)
+	}
+	term.Close()
 }

@@ -523,3 +523,36 @@ func TestRed18AgentRepoAboveFailsStart(t *testing.T) {
 	}
 	term.Close()
 }
+
+// TestRed18AgentRepoShadowsEnclosing attacks enclosingRepo's "the
+// nearest .git above": the user's repository ~/mono names
+// core.hooksPath = pkgs/mid/app/hooks. A session over ~/mono/pkgs pins
+// it; its agent makes a repository at ~/mono/pkgs/mid (handed to the
+// sandbox's uid: the host's git ignores it, and at ~/mono still takes
+// ~/mono/.git). A later session over ~/mono/pkgs/mid/app has the daemon
+// take the agent's repository for the enclosing one, so ~/mono's
+// config goes unread and the hooks directory unpinned: the agent writes
+// hooks/pre-commit, and the user's next commit at ~/mono runs it.
+func TestRed18AgentRepoShadowsEnclosing(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	mono, marker, git := userDir(t)
+	red17Repo(t, git, mono)
+	app := filepath.Join(mono, "pkgs", "mid", "app")
+	os.MkdirAll(app, 0o755)
+	for _, p := range []string{"pkgs", "pkgs/mid", "pkgs/mid/app"} {
+		os.Chown(filepath.Join(mono, p), userDirOwner, userDirOwner)
+	}
+	if o, err := git(mono, "config", "core.hooksPath", "pkgs/mid/app/hooks"); err != nil {
+		t.Fatal(o)
+	}
+	own := &User{UID: userDirOwner, GID: userDirOwner}
+	b := newBox(t, d, Spec{Workspace: filepath.Join(mono, "pkgs"), Owner: own})
+	t.Log(b.run(`cd /workspace; ls -la mid/app; for i in 1 2 3 4 5; do git init -q mid 2>&1 && break; sleep 0.2; done; ls -la mid; true`))
+	b.end()
+	b = newBox(t, d, Spec{Workspace: app, Owner: own})
+	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, "shadowed-enclosing-hook") + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
+	b.end()
+	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is in a workspace below the agent's repository)", out)
+}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -555,4 +556,33 @@ func TestRed18AgentRepoShadowsEnclosing(t *testing.T) {
 	b.end()
 	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is in a workspace below the agent's repository)", out)
+}
+
+// TestRed18EnclosingAcrossMount attacks enclosingRepo's stop at a file
+// system's edge: git's discovery stops there when it starts below it,
+// but the user's git run at the top of ~/mono, whose config names
+// core.hooksPath = data/hooks, reads a path, and follows it into the
+// file system mounted at ~/mono/data (a volume, a tmpfs, a disk image).
+// A session over ~/mono/data: the daemon stops at the mount, reads no
+// config above, and pins nothing; the agent writes data/hooks/pre-commit
+// and the user's next commit at ~/mono runs it.
+func TestRed18EnclosingAcrossMount(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	mono, marker, git := userDir(t)
+	red17Repo(t, git, mono)
+	data := filepath.Join(mono, "data")
+	os.Mkdir(data, 0o755)
+	if err := syscall.Mount("tmpfs", data, "tmpfs", 0, "size=4m,mode=0755,uid="+strconv.Itoa(userDirOwner)+",gid="+strconv.Itoa(userDirOwner)); err != nil {
+		t.Skipf("mount: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(data, syscall.MNT_DETACH) })
+	if o, err := git(mono, "config", "core.hooksPath", "data/hooks"); err != nil {
+		t.Fatal(o)
+	}
+	b := newBox(t, d, Spec{Workspace: data, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, "across-mount-hook") + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
+	b.end()
+	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is in a workspace on another file system)", out)
 }

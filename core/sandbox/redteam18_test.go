@@ -586,3 +586,30 @@ func TestRed18EnclosingAcrossMount(t *testing.T) {
 	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is in a workspace on another file system)", out)
 }
+
+// TestRed18NestedRepoHidesOuter: the same gap as the shadow's, with no
+// agent before: the user's ~/mono names core.hooksPath =
+// lib/app/hooks, and ~/mono/lib is a repository of the user's too (a
+// vendored clone). A session over ~/mono/lib/app has the daemon read
+// ~/mono/lib's config only (the nearest), so nothing pins the hooks
+// directory ~/mono's config names; the user's next commit at ~/mono runs
+// what the agent put there.
+func TestRed18NestedRepoHidesOuter(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	mono, marker, git := userDir(t)
+	red17Repo(t, git, mono)
+	lib := filepath.Join(mono, "lib")
+	red17Repo(t, git, lib)
+	app := filepath.Join(lib, "app")
+	os.Mkdir(app, 0o755)
+	os.Chown(app, userDirOwner, userDirOwner)
+	if o, err := git(mono, "config", "core.hooksPath", "lib/app/hooks"); err != nil {
+		t.Fatal(o)
+	}
+	b := newBox(t, d, Spec{Workspace: app, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, "outer-behind-nested-hook") + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
+	b.end()
+	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is below a nested repository of theirs)", out)
+}

@@ -613,3 +613,35 @@ func TestRed18NestedRepoHidesOuter(t *testing.T) {
 	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is below a nested repository of theirs)", out)
 }
+
+// TestRed18RepoConfigTildeIntoWorkspace attacks configTarget's "~ is
+// the user's, outside": a repository's own config naming
+// core.hooksPath = ~/proj/hooks (as written by hand; git expands ~ with
+// the user's HOME), for the workspace ~/proj, names the workspace's
+// hooks directory, which the init leaves the agent's (and the daemon
+// reads only the host's configs, not the repository's).
+func TestRed18RepoConfigTildeIntoWorkspace(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	home := filepath.Dir(ws)
+	withHome(t, userDirOwner, home)
+	red17Repo(t, git, ws)
+	writeAs(t, userDirOwner, filepath.Join(ws, ".git", "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\thooksPath = ~/"+filepath.Base(ws)+"/hooks\n", 0o644)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, "tilde-hook") + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
+	b.end()
+	out, _ := gitWithHome(userDirOwner, home, ws, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit, the repository's hooksPath ~/proj/hooks)", out)
+}
+
+// TestRed18ConfigBOM: git skips a UTF-8 byte order mark at the start of
+// a config file (a config saved by a Windows editor, under WSL);
+// configPaths does not, takes the first line for no section, and so
+// misses what the first section names.
+func TestRed18ConfigBOM(t *testing.T) {
+	refs := configPaths("\ufeff[core]\n\thooksPath = .githooks\n\tfsmonitor = ./fsmon\n")
+	if len(refs) != 2 {
+		t.Errorf("a config with a BOM: %+v, want .githooks and ./fsmon", refs)
+	}
+}

@@ -96,7 +96,7 @@ func (h *hostConfigs) read(p, top string, depth int) {
 		return
 	}
 	h.seen[p] = true
-	f, err := os.Open(p)
+	f, err := openHostFile(p)
 	if err != nil {
 		return
 	}
@@ -188,7 +188,7 @@ func enclosingRepo(ws string) (top, gitdir string) {
 
 // readLine reads the first line of the file at p.
 func readLine(p string) (string, error) {
-	f, err := os.Open(p)
+	f, err := openHostFile(p)
 	if err != nil {
 		return "", err
 	}
@@ -196,4 +196,22 @@ func readLine(p string) (string, error) {
 	s := bufio.NewScanner(io.LimitReader(f, 4096))
 	s.Scan()
 	return strings.TrimSpace(s.Text()), s.Err()
+}
+
+// openHostFile opens the file at p for reading only if it is a regular
+// file: the daemon (root) reads paths an agent may have made, and must
+// neither block on a FIFO nor open a device.
+func openHostFile(p string) (*os.File, error) {
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+		return nil, syscall.EINVAL
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, syscall.EINVAL
+	}
+	return f, nil
 }

@@ -645,3 +645,51 @@ func TestRed18ConfigBOM(t *testing.T) {
 		t.Errorf("a config with a BOM: %+v, want .githooks and ./fsmon", refs)
 	}
 }
+
+// TestRed18OldLinkRenamedIn: a probe that holds. Where no rule holds
+// (watchAlone), the agent renames a symlink of the user's that is older
+// than the session (in .git: from the worktree the rename would cross
+// .git's mount) onto .git/logs/HEAD, hoping its old ctime hides it from
+// the sweep: a rename sets the ctime (ext4, tmpfs), and the sweep
+// removes it.
+func TestRed18OldLinkRenamedIn(t *testing.T) {
+	requireRoot(t)
+	watchAlone(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red17Repo(t, git, ws)
+	v := red18LinkVictim(t)
+	old := filepath.Join(ws, ".git", "mylink")
+	if err := os.Symlink(v, old); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(old, userDirOwner, userDirOwner)
+	time.Sleep(20 * time.Millisecond)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`rm -f .git/logs/HEAD && mv .git/mylink .git/logs/HEAD && ls -la .git/logs`))
+	b.end()
+	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
+	if got, _ := os.ReadFile(v); string(got) != "# the user's\n" {
+		t.Errorf("the user's git wrote through an old symlink renamed onto .git/logs/HEAD, into %s:\n%s\n%s", v, got, out)
+	}
+}
+
+// TestRed18CommandPathHolds: probes that hold: forms commandPath reads
+// right (quoted, a tab, no './', sh -c, env with an assignment, an
+// interpreter by its path, "--").
+func TestRed18CommandPathHolds(t *testing.T) {
+	for _, c := range []struct{ v, want string }{
+		{"sh -c './x'", "./x"},
+		{`sh -c "./x --flag"`, "./x"},
+		{"bin/x", "bin/x"},
+		{"!\t./x", "./x"},
+		{"env FOO=1 ./x", "./x"},
+		{"/usr/bin/env python3 tools/y.py", "tools/y.py"},
+		{"bash -- ./x", "./x"},
+		{"'./x' arg", "./x"},
+	} {
+		if got, ok := commandPath(c.v); !ok || got != c.want {
+			t.Errorf("commandPath(%q) = %q, %v; want %s", c.v, got, ok, c.want)
+		}
+	}
+}

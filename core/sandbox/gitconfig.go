@@ -16,7 +16,7 @@ import (
 type configRef struct {
 	Path  string // as written, unquoted
 	Hooks bool   `json:",omitempty"` // core.hooksPath (a directory, relative to the worktree)
-	Exec  bool   `json:",omitempty"` // a program a command runs (a file, relative to the worktree: see commandPath)
+	Exec  bool   `json:",omitempty"` // a program a command runs (a file, relative to the worktree: see commandPaths)
 	// Neither: an include (a file, relative to the config's directory).
 }
 
@@ -26,15 +26,16 @@ const maxConfigRefs = 64
 
 // configPaths reads a git config file's text and returns the paths it
 // names in include.path, includeIf.*.path and core.hooksPath, and the
-// programs its commands run from a path (commandKey, commandPath), in
-// order.
-// It follows git's syntax (sections with or without a subsection, keys
+// programs its commands run from a path (commandKey, commandPaths), in
+// order (init.templateDir too: its hooks are copied into every
+// repository made). It follows git's syntax (sections with or without a subsection, keys
 // case-insensitive, quotes, backslash escapes and continuations, # and ;
 // comments) as far as those keys need, and never fails: a line it cannot
 // read is skipped, as git would refuse the whole file.
 func configPaths(text string) []configRef {
 	var refs []configRef
 	section := ""
+	text = strings.TrimPrefix(text, "\ufeff") // git skips a byte order mark
 	for rest := text; rest != "" && len(refs) < maxConfigRefs; {
 		var line string
 		line, rest = nextConfigLine(rest)
@@ -65,10 +66,11 @@ func configPaths(text string) []configRef {
 		case section == "include" && key == "path",
 			strings.HasPrefix(section, "includeif.") && key == "path":
 			refs = append(refs, configRef{Path: value})
-		case section == "core" && key == "hookspath":
+		case section == "core" && key == "hookspath",
+			section == "init" && key == "templatedir": // its hooks/ is copied into each new repository
 			refs = append(refs, configRef{Path: value, Hooks: true})
 		case commandKey(section, key):
-			if p, ok := commandPath(value); ok {
+			for _, p := range commandPaths(value) {
 				refs = append(refs, configRef{Path: p, Exec: true})
 			}
 		}
@@ -191,7 +193,7 @@ func commandKey(section, key string) bool {
 	switch section {
 	case "core":
 		switch key {
-		case "fsmonitor", "sshcommand", "editor", "pager", "askpass", "gitproxy":
+		case "fsmonitor", "sshcommand", "editor", "pager", "askpass", "gitproxy", "alternaterefscommand":
 			return true
 		}
 	case "sequence":
@@ -204,8 +206,12 @@ func commandKey(section, key string) bool {
 		return key == "clean" || key == "smudge" || key == "process"
 	case "merge.sub":
 		return key == "driver"
-	case "difftool.sub", "mergetool.sub", "browser.sub", "trailer.sub":
+	case "difftool.sub", "mergetool.sub", "browser.sub", "trailer.sub", "man.sub", "guitool.sub", "tar.sub":
 		return key == "cmd" || key == "path" || key == "command"
+	case "lfs.sub":
+		return key == "path" // lfs.customtransfer.<name>.path, git-lfs's
+	case "imap":
+		return key == "tunnel"
 	case "gpg", "gpg.sub":
 		return key == "program" || key == "defaultkeycommand"
 	case "credential", "credential.sub":
@@ -220,49 +226,6 @@ func commandKey(section, key string) bool {
 		return true // alias.X = !cmd, pager.CMD, sendemail.*cmd, web.browser
 	}
 	return false
-}
-
-// interpreters run the script their first operand names.
-var interpreters = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "env": true, "exec": true,
-	"python": true, "python3": true, "perl": true, "ruby": true, "node": true,
-}
-
-// assignment reports whether w is a shell variable assignment (NAME=...),
-// which a command's program follows.
-func assignment(w string) bool {
-	name, _, ok := strings.Cut(w, "=")
-	if !ok || name == "" {
-		return false
-	}
-	for i, c := range name {
-		if c != '_' && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// commandPath is the program a command value runs when that is a path
-// (it holds a '/'): its first word, or the script an interpreter in the
-// first word runs ("sh ./x", "!python3 tools/y.py"), or false. Words
-// with shell expansions are not paths it can know; a path with no '/'
-// is looked up in PATH, not in the worktree.
-func commandPath(v string) (string, bool) {
-	words := strings.Fields(strings.TrimPrefix(strings.TrimSpace(v), "!"))
-	for i := 0; i < len(words) && i < 4; i++ {
-		w := strings.Trim(words[i], `'"`)
-		switch {
-		case i > 0 && strings.HasPrefix(w, "-"):
-			continue // an interpreter's option
-		case interpreters[path.Base(w)], assignment(w):
-			continue
-		case strings.ContainsRune(w, '/') && !strings.ContainsAny(w, "$`%*?[]{}()<>|&;=~\\'\""):
-			return w, true
-		}
-		return "", false
-	}
-	return "", false
 }
 
 // configTarget resolves a configRef read from a config file in directory
@@ -293,7 +256,13 @@ func configTarget(r configRef, confDir, worktree, wsHost string) (string, bool) 
 	}
 	p = path.Clean(p)
 	if p == ".." || strings.HasPrefix(p, "../") {
-		return "", false
+		// It leaves the workspace, and may come back into it: ../proj/x
+		// from the top of /home/u/proj.
+		rel, ok := strings.CutPrefix(path.Join(wsHost, p), strings.TrimSuffix(path.Clean(wsHost), "/")+"/")
+		if !ok {
+			return "", false
+		}
+		p = rel
 	}
 	return p, true
 }

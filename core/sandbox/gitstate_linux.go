@@ -326,9 +326,11 @@ func asideRepo(ws int, gitdir string, base stateBase) []string {
 	return did
 }
 
-// maxLinkWalk bounds the entries linksAside looks at in one repository
-// (refs and logs; it does not walk loose objects).
-const maxLinkWalk = 200_000
+// maxLinkWalk bounds the entries linksAside looks at in one repository.
+// Its directory reads give each entry's type, so only links cost a stat:
+// two million entries are some seconds at the session's end. (A
+// variable for tests.)
+var maxLinkWalk = 2_000_000
 
 // linksAside removes the symbolic links made, or moved, since (the
 // guard's start) in the git directories of the repository whose git
@@ -338,14 +340,17 @@ const maxLinkWalk = 200_000
 // (Rule.GitMounts); where only the kernel's, or no rule, does, this is
 // what keeps the user's next commit from writing through the agent's
 // link once the session is over. A link's change time is the kernel's:
-// nothing in the sandbox can set it back. It returns what it did, for
-// the log.
+// nothing in the sandbox can set it back (a rename or link sets it).
+// The entries git writes are looked at first; past maxLinkWalk entries
+// it stops, and says so. It returns what it did, for the log.
 func linksAside(ws int, gitdir string, since time.Time) []string {
 	var did []string
 	budget := maxLinkWalk
 	eachGitDir(ws, gitdir, func(dir int, d, _ string) {
-		walkGitDir(dir, d, 0, &budget, func(parent int, name, where string, st *unix.Stat_t) {
-			if st.Mode&unix.S_IFMT != unix.S_IFLNK || time.Unix(st.Ctim.Unix()).Before(since) {
+		walkGitDir(dir, d, 0, &budget, func(parent int, name, where string) {
+			var st unix.Stat_t
+			if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK ||
+				time.Unix(st.Ctim.Unix()).Before(since) {
 				return
 			}
 			buf := make([]byte, 4096)
@@ -357,41 +362,66 @@ func linksAside(ws int, gitdir string, since time.Time) []string {
 			did = append(did, fmt.Sprintf("%s -> %s: a symbolic link made in the sandbox: removed", where, buf[:max(n, 0)]))
 		})
 	})
+	if budget < 0 {
+		did = append(did, fmt.Sprintf("%s: more than %d entries in its git directories; those past them were not looked at for symbolic links (find %s -type l)", gitdir, maxLinkWalk, gitdir))
+	}
 	return did
 }
 
-// walkGitDir calls fn with each entry beneath the git directory dir (at
-// d beneath the workspace), but for its worktrees' and submodules' git
-// directories (eachGitDir visits those) and the insides of loose-object
-// directories, until budget runs out.
-func walkGitDir(dir int, d string, depth int, budget *int, fn func(parent int, name, where string, st *unix.Stat_t)) {
+// gitWrites are the entries of a git directory git writes, or writes
+// beneath: looked at before any other.
+var gitWrites = map[string]bool{"HEAD": true, "ORIG_HEAD": true, "FETCH_HEAD": true, "MERGE_HEAD": true, "MERGE_MSG": true,
+	"MERGE_MODE": true, "SQUASH_MSG": true, "CHERRY_PICK_HEAD": true, "REVERT_HEAD": true, "COMMIT_EDITMSG": true,
+	"TAG_EDITMSG": true, "AUTO_MERGE": true, "index": true, "packed-refs": true, "config": true, "description": true,
+	"shallow": true, "logs": true, "refs": true, "info": true, "hooks": true, "objects": true}
+
+// walkGitDir calls fn with each symbolic link beneath the git directory
+// dir (at d beneath the workspace), but in its worktrees' and
+// submodules' git directories (eachGitDir visits those), until budget
+// runs out.
+func walkGitDir(dir int, d string, depth int, budget *int, fn func(parent int, name, where string)) {
 	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
 	}
 	f := os.NewFile(uintptr(fd), d)
 	defer f.Close()
-	names, _ := f.Readdirnames(-1)
-	for _, name := range names {
+	ents, _ := f.ReadDir(-1)
+	if depth == 0 {
+		slices.SortStableFunc(ents, func(a, b os.DirEntry) int {
+			switch ka, kb := gitWrites[a.Name()], gitWrites[b.Name()]; {
+			case ka && !kb:
+				return -1
+			case kb && !ka:
+				return 1
+			}
+			return 0
+		})
+	}
+	for _, e := range ents {
 		if *budget--; *budget < 0 {
 			return
 		}
-		var st unix.Stat_t
-		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-			continue
+		name, where := e.Name(), path.Join(d, e.Name())
+		t := e.Type()
+		if t&os.ModeType == os.ModeIrregular { // the file system gave no type
+			var st unix.Stat_t
+			if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
+			}
+			t = map[uint32]os.FileMode{unix.S_IFLNK: os.ModeSymlink, unix.S_IFDIR: os.ModeDir}[st.Mode&unix.S_IFMT]
 		}
-		where := path.Join(d, name)
-		fn(fd, name, where, &st)
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR || depth == 0 && (name == "worktrees" || name == "modules") ||
-			depth == 1 && path.Base(d) == "objects" && len(name) == 2 {
-			continue
+		switch {
+		case t&os.ModeSymlink != 0:
+			fn(fd, name, where)
+		case t&os.ModeDir != 0 && !(depth == 0 && (name == "worktrees" || name == "modules")):
+			sub, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue
+			}
+			walkGitDir(sub, where, depth+1, budget, fn)
+			unix.Close(sub)
 		}
-		sub, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		walkGitDir(sub, where, depth+1, budget, fn)
-		unix.Close(sub)
 	}
 }
 

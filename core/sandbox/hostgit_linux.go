@@ -24,7 +24,11 @@ import (
 // daemon reads those configs (the init cannot see them) and hands the
 // init what they name (initConfig.HostGit).
 
-func init() { readHostGit = hostGitRefs }
+func init() {
+	readHostGit = func(ws string, uid int) ([]configRef, string) {
+		return hostGitRefs(ws, uid), realPath(userHome(uid))
+	}
+}
 
 // systemGitConfig is git's system-wide config (Debian's git: prefix /usr).
 var systemGitConfig = "/etc/gitconfig"
@@ -38,7 +42,7 @@ const maxHostConfigs = 32
 // ws. Unreadable configs are passed over: git reads none either, or
 // reads them as a user the daemon cannot be.
 func hostGitRefs(ws string, uid int) []configRef {
-	h := hostConfigs{ws: ws, seen: map[string]bool{}, home: userHome(uid)}
+	h := hostConfigs{ws: ws, seen: map[string]bool{}, home: realPath(userHome(uid))}
 	// The configs git reads wherever it runs (XDG_CONFIG_HOME is the
 	// user's shell's, unknown here: its default is taken).
 	h.read(systemGitConfig, "", 0)
@@ -48,22 +52,22 @@ func hostGitRefs(ws string, uid int) []configRef {
 	}
 	global := h.refs
 	h.refs = nil
-	// The relative ones also name paths in an enclosing repository's
-	// worktree, which may reach into the workspace.
-	top, gitdir := enclosingRepo(ws)
-	if top != "" {
+	// The user's repositories whose worktrees hold the workspace: what
+	// their configs name, and the global configs' relative paths, taken
+	// in their worktrees, may lie in it.
+	for _, r := range reposAround(ws, uid) {
 		for _, c := range []string{"config", "config.worktree"} {
-			h.read(filepath.Join(gitdir, c), top, 0)
+			h.read(filepath.Join(r.gitdir, c), r.top, 0)
 		}
-		if common, err := readLine(filepath.Join(gitdir, "commondir")); err == nil {
+		if common, err := readLine(filepath.Join(r.gitdir, "commondir")); err == nil {
 			if !filepath.IsAbs(common) {
-				common = filepath.Join(gitdir, common)
+				common = filepath.Join(r.gitdir, common)
 			}
-			h.read(filepath.Join(common, "config"), top, 0)
+			h.read(filepath.Join(common, "config"), r.top, 0)
 		}
-		for _, r := range global {
-			if !filepath.IsAbs(r.Path) {
-				h.add(r, top, "")
+		for _, g := range global {
+			if !filepath.IsAbs(g.Path) {
+				h.add(g, r.top, "")
 			}
 		}
 	}
@@ -96,6 +100,13 @@ func (h *hostConfigs) read(p, top string, depth int) {
 		return
 	}
 	h.seen[p] = true
+	if rp := realPath(p); within(rp, h.ws) {
+		// The config itself is a file of the workspace's (a dotfiles
+		// repository's, ~/.gitconfig linked to it): the init pins it, and
+		// what it names.
+		h.refs = append(h.refs, configRef{Path: rp})
+		return
+	}
 	f, err := openHostFile(p)
 	if err != nil {
 		return
@@ -141,7 +152,7 @@ func (h *hostConfigs) add(r configRef, top, dir string) string {
 	default:
 		p = filepath.Join(top, p)
 	}
-	p = filepath.Clean(p)
+	p = realPath(filepath.Clean(p))
 	if within(p, h.ws) {
 		h.refs = append(h.refs, configRef{Path: p, Hooks: r.Hooks, Exec: r.Exec})
 	}
@@ -151,39 +162,60 @@ func (h *hostConfigs) add(r configRef, top, dir string) string {
 	return p
 }
 
-// enclosingRepo finds the repository whose worktree holds the workspace
-// ws from above, as git's discovery would from ws: the nearest directory
-// above it with a .git (a directory, or a file naming one), on the same
-// file system. It returns the worktree's top and the git directory, or
-// "".
-func enclosingRepo(ws string) (top, gitdir string) {
-	var st syscall.Stat_t
-	if syscall.Stat(ws, &st) != nil {
-		return "", ""
-	}
-	dev := st.Dev
-	for dir := filepath.Dir(ws); ; dir = filepath.Dir(dir) {
-		var dst syscall.Stat_t
-		if syscall.Stat(dir, &dst) != nil || dst.Dev != dev {
-			return "", "" // git stops at a file system's edge too
-		}
+// repoAround is a repository whose worktree holds the workspace.
+type repoAround struct{ top, gitdir string }
+
+// reposAround finds the user uid's repositories whose worktrees hold the
+// workspace ws: the workspace's own where its .git is a file naming a
+// git directory outside it (a linked worktree, whose config is the main
+// repository's), and every one above it, nested ones and those across a
+// mount too (git run at any of their tops reads its own config, which
+// may name paths below). A repository not the user's (one an agent made
+// above a later workspace, handed over by the git guard) is passed
+// over: git on the host does not trust it.
+func reposAround(ws string, uid int) []repoAround {
+	var out []repoAround
+	for dir := ws; ; dir = filepath.Dir(dir) {
 		g := filepath.Join(dir, ".git")
-		if fi, err := os.Stat(g); err == nil {
-			if fi.IsDir() {
-				return dir, g
-			}
-			line, err := readLine(g)
-			if target, ok := strings.CutPrefix(line, "gitdir: "); err == nil && ok {
-				if !filepath.IsAbs(target) {
-					target = filepath.Join(dir, target)
+		var st syscall.Stat_t
+		if syscall.Lstat(g, &st) == nil && int(st.Uid) == uid {
+			switch st.Mode & syscall.S_IFMT {
+			case syscall.S_IFDIR:
+				if dir != ws { // the init reads a .git in the workspace
+					out = append(out, repoAround{dir, g})
 				}
-				return dir, filepath.Clean(target)
+			case syscall.S_IFREG:
+				line, err := readLine(g)
+				if target, ok := strings.CutPrefix(line, "gitdir: "); err == nil && ok {
+					if !filepath.IsAbs(target) {
+						target = filepath.Join(dir, target)
+					}
+					if target = realPath(filepath.Clean(target)); !within(target, ws) {
+						out = append(out, repoAround{dir, target})
+					}
+				}
 			}
 		}
-		if dir == "/" {
-			return "", ""
+		if dir == "/" || len(out) >= maxHostConfigs {
+			return out
 		}
 	}
+}
+
+// realPath is p with the symbolic links of the part of it that exists
+// resolved, so that it compares with the workspace's real path.
+func realPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	dir := filepath.Dir(p)
+	if dir == p {
+		return p
+	}
+	return filepath.Join(realPath(dir), filepath.Base(p))
 }
 
 // readLine reads the first line of the file at p.

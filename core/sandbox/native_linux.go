@@ -210,7 +210,7 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		gitUser = spec.Owner.UID
 	}
 	if readHostGit != nil {
-		s.cfg.HostGit = readHostGit(ws, gitUser)
+		s.cfg.HostGit, s.cfg.Home = readHostGit(ws, gitUser)
 	}
 	if s.guard != nil && s.guard.notify {
 		devs, err := workspaceDevs(ws)
@@ -230,7 +230,7 @@ func (d *Native) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 // readHostGit reads what the host's git configs name in a workspace
 // (hostgit_linux.go, the daemon's only: the init, built without it,
 // never creates a sandbox).
-var readHostGit func(ws string, uid int) []configRef
+var readHostGit func(ws string, uid int) (refs []configRef, home string)
 
 // hostIDs are the host uid and gid the sandbox's root is mapped to: the
 // daemon's own when it is not root (the only ids it can map), else the

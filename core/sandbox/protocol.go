@@ -57,6 +57,9 @@ type initConfig struct {
 	// could lie in it (hostGitRefs): relative ones in every repository's
 	// worktree, absolute ones where they are. The init pins them.
 	HostGit []configRef `json:",omitempty"`
+	// Home is the real path of the home directory of the workspace's
+	// user on the host, for what a repository's config names with ~/.
+	Home string `json:",omitempty"`
 	// HeadRule has the init enforce the git guard's HEAD rule
 	// (headrule_linux.go): set where the guard has no kernel rule.
 	HeadRule *headRuleConfig `json:",omitempty"`

@@ -344,15 +344,23 @@ func TestRed18LinkInLooseObjects(t *testing.T) {
 // the workspace: the sweep never gets to it, and the user's next commit
 // or checkout appends its reflog line to that file (the branch name in
 // it is the agent's: `x$(id)` in a ~/.bashrc runs).
+//
+// Now the entries git writes (logs, refs, COMMIT_EDITMSG, ...) are
+// looked at first, and a walk past its bound says so. The bound is
+// lowered here to 500 entries (and the agent's 600), as the real one,
+// two million, would take minutes to fill.
 func TestRed18LinkPastWalkBudget(t *testing.T) {
 	requireRoot(t)
 	watchAlone(t)
+	old := maxLinkWalk
+	maxLinkWalk = 500
+	t.Cleanup(func() { maxLinkWalk = old })
 	d := newDriver(t, NativeOptions{})
 	ws, _, git := userDir(t)
 	red17Repo(t, git, ws)
 	v := red18LinkVictim(t)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.must(`cd .git && P= && for n in $(seq 1 200); do mkdir p$n; if [ "$(ls -f | grep -x -e p$n -e logs | head -1)" = p$n ]; then P=p$n; break; fi; rmdir p$n; done; test -n "$P" && cd $P && seq -f f%g 1 200100 | xargs touch && cd .. && rm -f logs/HEAD && ln -s ` + v + ` logs/HEAD && ls -f | head -30 && echo pad $P`))
+	t.Log(b.must(`cd .git && P= && for n in $(seq 1 200); do mkdir p$n; if [ "$(ls -f | grep -x -e p$n -e logs | head -1)" = p$n ]; then P=p$n; break; fi; rmdir p$n; done; test -n "$P" && cd $P && seq -f f%g 1 600 | xargs touch && cd .. && rm -f logs/HEAD && ln -s ` + v + ` logs/HEAD && ls -f | head -30 && echo pad $P`))
 	b.end()
 	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
 	if got, _ := os.ReadFile(v); string(got) != "# the user's\n" {
@@ -400,7 +408,7 @@ func TestRed18EnclosingLinkedWorktree(t *testing.T) {
 	os.MkdirAll(ws, 0o755)
 	writeAs(t, 0, filepath.Join(main, ".git/config"), "[core]\n\thooksPath = sub/hooks\n", 0o644)
 	writeAs(t, 0, filepath.Join(main, ".git/worktrees/wt/commondir"), "../..\n", 0o644)
-	writeAs(t, 0, filepath.Join(wt, ".git"), "gitdir: ../main/.git/worktrees/wt\n", 0o644)
+	writeAs(t, 4242, filepath.Join(wt, ".git"), "gitdir: ../main/.git/worktrees/wt\n", 0o644)
 	got := hostGitRefs(ws, 4242)
 	if len(got) != 1 || got[0].Path != ws+"/hooks" {
 		t.Errorf("refs %+v, want %s/hooks", got, ws)
@@ -418,6 +426,7 @@ func TestRed18EnclosingLinkedWorktree(t *testing.T) {
 // runs.
 func TestRed18FormatPatchWritesThroughLink(t *testing.T) {
 	requireRoot(t)
+	redTeam(t, "git format-patch (and any tool of the user's that writes in the worktree) writes through a symlink the agent leaves there")
 	d := newDriver(t, NativeOptions{})
 	ws, _, git := userDir(t)
 	red17Repo(t, git, ws)

@@ -486,7 +486,7 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 		if (r.Stray || r.Half) && !cfg.PinStray {
 			continue
 		}
-		if err := protectRepo(src, ws, r, cfg.Workspace.Path, cfg.HostGit, pinned, &strays, &note); err != nil {
+		if err := protectRepo(src, ws, r, cfg, pinned, &strays, &note); err != nil {
 			if !linkInNotOurs(src, r, err) {
 				return nil, "", err
 			}
@@ -510,7 +510,7 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 			abs = append(abs, h)
 		}
 	}
-	hw := configWalk{seen: map[string]bool{}, budget: maxConfigPins}
+	hw := configWalk{seen: map[string]bool{}, budget: maxConfigPins, home: cfg.Home}
 	if err := hw.pin(src, ws, abs, ".", ".", cfg.Workspace.Path, pinned, 0); err != nil {
 		return nil, "", err
 	}
@@ -539,7 +539,8 @@ func linkInNotOurs(src int, r Repo, err error) bool {
 }
 
 // protectRepo pins one repository's control files (see protectWorkspace).
-func protectRepo(src, ws int, r Repo, wsHost string, host []configRef, pinned map[string]bool, strays *int, note *string) error {
+func protectRepo(src, ws int, r Repo, cfg *initConfig, pinned map[string]bool, strays *int, note *string) error {
+	wsHost := cfg.Workspace.Path
 	if r.Half && r.Path != "." {
 		return protect(src, ws, r.Path+"/", r.Path+"/", pinned)
 	}
@@ -553,7 +554,10 @@ func protectRepo(src, ws int, r Repo, wsHost string, host []configRef, pinned ma
 		return protect(src, ws, r.Path, r.Path, pinned)
 	}
 	if r.File {
-		return protect(src, ws, r.Path, ".git", pinned)
+		if err := protect(src, ws, r.Path, ".git", pinned); err != nil {
+			return err
+		}
+		return protectFileRepo(src, ws, r.Path, cfg, pinned)
 	}
 	for _, p := range GitControl {
 		if err := protect(src, ws, r.Path+"/"+p, ".git/"+p, pinned); err != nil {
@@ -566,20 +570,55 @@ func protectRepo(src, ws int, r Repo, wsHost string, host []configRef, pinned ma
 	if err := protectMissing(src, ws, r.Path+"/objects/info/alternates", false, pinned); err != nil {
 		return err
 	}
-	refs := configWalk{seen: map[string]bool{}, budget: maxConfigPins}
+	refs := configWalk{seen: map[string]bool{}, budget: maxConfigPins, home: cfg.Home}
 	if err := refs.protect(src, ws, r.Path+"/config", repoWorktree(r.Path), wsHost, pinned, 0); err != nil {
 		return err
 	}
-	// What the user's own configs on the host (global, system) name
-	// relative to every worktree: core.hooksPath = .githooks, a filter's
-	// ./scripts/clean (hostGitRefs).
+	return refs.pin(src, ws, hostRelative(cfg.HostGit), "", repoWorktree(r.Path), wsHost, pinned, 0)
+}
+
+// hostRelative are what the user's own configs on the host (global,
+// system) name relative to every worktree: core.hooksPath = .githooks,
+// a filter's ./scripts/clean (hostGitRefs).
+func hostRelative(host []configRef) []configRef {
 	var rel []configRef
 	for _, h := range host {
 		if !path.IsAbs(h.Path) {
 			rel = append(rel, h)
 		}
 	}
-	return refs.pin(src, ws, rel, "", repoWorktree(r.Path), wsHost, pinned, 0)
+	return rel
+}
+
+// protectFileRepo pins, for a repository whose .git is a file (at
+// dotgit: a submodule's, a linked worktree's, --separate-git-dir's),
+// what the configs of the git directory it names say of its worktree,
+// where that git directory is in the workspace (the daemon reads one
+// outside it for the workspace's own .git: hostGitRefs), and what the
+// host's configs name in every worktree.
+func protectFileRepo(src, ws int, dotgit string, cfg *initConfig, pinned map[string]bool) error {
+	worktree := path.Dir(dotgit)
+	refs := configWalk{seen: map[string]bool{}, budget: maxConfigPins, home: cfg.Home}
+	if line, err := readBeneath(src, dotgit, 4096); err == nil {
+		line, _, _ = strings.Cut(line, "\n")
+		if target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir: "); ok {
+			if gitdir, ok := configTarget(configRef{Path: target}, worktree, worktree, cfg.Workspace.Path); ok {
+				confs := []string{gitdir + "/config", gitdir + "/config.worktree"}
+				if common, err := readBeneath(src, gitdir+"/commondir", 4096); err == nil {
+					common, _, _ = strings.Cut(common, "\n")
+					if c, ok := configTarget(configRef{Path: strings.TrimSpace(common)}, gitdir, worktree, cfg.Workspace.Path); ok {
+						confs = append(confs, c+"/config")
+					}
+				}
+				for _, c := range confs {
+					if err := refs.protect(src, ws, c, worktree, cfg.Workspace.Path, pinned, 0); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return refs.pin(src, ws, hostRelative(cfg.HostGit), "", worktree, cfg.Workspace.Path, pinned, 0)
 }
 
 // maxConfigPins bounds what one repository's configs get pinned (an
@@ -591,6 +630,7 @@ const maxConfigPins = 256
 type configWalk struct {
 	seen   map[string]bool
 	budget int
+	home   string // the user's home directory on the host, for ~/ (initConfig.Home)
 }
 
 // maxIncludeDepth bounds how deep the init follows includes (git's own
@@ -621,6 +661,9 @@ func (w *configWalk) protect(src, ws int, conf, worktree, wsHost string, pinned 
 // walks the included configs among them.
 func (w *configWalk) pin(src, ws int, refs []configRef, confDir, worktree, wsHost string, pinned map[string]bool, depth int) error {
 	for _, ref := range refs {
+		if w.home != "" && (ref.Path == "~" || strings.HasPrefix(ref.Path, "~/")) {
+			ref.Path = w.home + ref.Path[1:] // git expands it with the user's HOME
+		}
 		rel, ok := configTarget(ref, confDir, worktree, wsHost)
 		if !ok || rel == "." || pinned[rel] {
 			continue // outside the workspace, the whole of it, or done

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "299ee99e129a392cff329018e72e99cf891c7aab0ef063e2930dc5f6a9a72838",
-	"arm64": "0bf601ae3684f7ce94cd349639b6ec9fe142288388a4223daddff551b8c11301",
+	"amd64": "5f2d1b3826fabc3fe33fe17af1f7b6381ea7cd120f854733fe83f64f8b9a2345",
+	"arm64": "d80839f98be2ffce73cc66594823ee8bf9ef3b55d57b310378b320ac9880bdbf",
 }

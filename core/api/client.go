@@ -45,7 +45,8 @@ func (e *NotRunningError) Unwrap() []error { return []error{ErrNotRunning, e.Err
 // Client speaks the API over a unix socket. It is safe for concurrent use.
 type Client struct {
 	socket string
-	hc     *http.Client
+	hc     *http.Client // the event streams
+	pool   connPool     // everything else (exchange.go)
 }
 
 // NewClient returns a client for the daemon listening at socket.
@@ -66,21 +67,21 @@ func NewClient(socket string) *Client {
 func (c *Client) Socket() string { return c.socket }
 
 // Close drops the client's idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.hc.CloseIdleConnections()
+	c.pool.closeIdle()
+}
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	resp, err := c.send(ctx, method, path, body)
+	status, data, err := c.exchange(ctx, method, path, body)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if out == nil {
-		io.Copy(io.Discard, resp.Body)
-		return nil
+	if status >= 300 {
+		return statusError(method, path, status, data)
 	}
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+	if out == nil {
+		return nil
 	}
 	if ev, ok := out.(*event.Event); ok {
 		*ev, err = event.Decode(data)
@@ -117,11 +118,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte) (*h
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var eb errorBody
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
-			return nil, &Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
-		}
-		return nil, &Error{Status: resp.StatusCode, Code: "http", Message: fmt.Sprintf("%s %s: %s", method, path, bytes.TrimSpace(data))}
+		return nil, statusError(method, path, resp.StatusCode, data)
 	}
 	return resp, nil
 }

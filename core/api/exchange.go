@@ -138,14 +138,12 @@ func (c *Client) exchange(ctx context.Context, method, path string, body []byte)
 func (cc *clientConn) roundTrip(ctx context.Context, method, path string, body []byte) (status int, data []byte, keep bool, err error) {
 	if ctx.Done() != nil {
 		// Ending ctx ends the call: the connection's deadline passes, and
-		// the connection is not kept (it may be mid-request).
+		// the connection is not kept (it may be mid-request, or carry the
+		// passed deadline). An answer read in full is still returned.
 		stop := context.AfterFunc(ctx, func() { cc.nc.SetDeadline(time.Unix(1, 0)) })
 		defer func() {
 			if !stop() {
 				keep = false
-				if err == nil && ctx.Err() != nil {
-					err = ctx.Err()
-				}
 			}
 		}()
 	}

@@ -59,7 +59,7 @@ func (o *appendOp) apply(w *wtx) error {
 	}
 	for _, rec := range recs {
 		gid := w.nextGID
-		if err := w.log.Put(w.gidKey(gid), rec); err != nil {
+		if err := w.log().Put(w.gidKey(gid), rec); err != nil {
 			return err
 		}
 		w.nextGID++

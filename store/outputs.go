@@ -259,16 +259,16 @@ func (o *chunkOp) apply(w *wtx) error {
 		return reject(fmt.Errorf("session %s: %w", o.session, ErrSessionNotFound))
 	}
 	key := u64key(o.num)
-	if w.outMeta.Get(key) == nil {
-		if err := w.outMeta.Put(key, []byte(o.session)); err != nil {
+	if w.outMeta().Get(key) == nil {
+		if err := w.outMeta().Put(key, []byte(o.session)); err != nil {
 			return err
 		}
-		if err := w.sessOut.Put(sessOutKey(o.session, o.num), nil); err != nil {
+		if err := w.sessOut().Put(sessOutKey(o.session, o.num), nil); err != nil {
 			return err
 		}
 	}
 	for i, v := range o.values {
-		if err := w.outChunk.Put(chunkKey(o.num, o.first+uint32(i)), o.arena[v[0]:v[1]]); err != nil {
+		if err := w.outChunk().Put(chunkKey(o.num, o.first+uint32(i)), o.arena[v[0]:v[1]]); err != nil {
 			return err
 		}
 	}

@@ -35,7 +35,7 @@ func (s *Store) PutRun(ctx context.Context, session, id string, rec []byte) <-ch
 	}
 	rec = copyBytes(rec)
 	o.fn = func(w *wtx) error {
-		if w.sessions.Get([]byte(session)) == nil || w.session(session) == nil {
+		if w.sessions().Get([]byte(session)) == nil || w.session(session) == nil {
 			return reject(fmt.Errorf("put run %s: session %s: %w", id, session, ErrSessionNotFound))
 		}
 		ids := w.tx.Bucket(bucketRunIDs)

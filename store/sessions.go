@@ -63,10 +63,10 @@ func (s *Store) CreateSessionWith(ctx context.Context, sess Session, evs ...even
 		first = &appendOp{session: sess.ID, evs: evs, out: make([]event.Event, len(evs))}
 	}
 	o := &sessionOp{id: sess.ID, done: make(chan error, 1), fn: func(w *wtx) error {
-		if w.session(sess.ID) != nil || w.sessions.Get([]byte(sess.ID)) != nil {
+		if w.session(sess.ID) != nil || w.sessions().Get([]byte(sess.ID)) != nil {
 			return reject(fmt.Errorf("create session %s: %w", sess.ID, ErrSessionExists))
 		}
-		if w.trash.Get([]byte(sess.ID)) != nil {
+		if w.trash().Get([]byte(sess.ID)) != nil {
 			return reject(fmt.Errorf("create session %s: %w (its deletion is still being swept)", sess.ID, ErrSessionExists))
 		}
 		rec, err := encodeSession(&sess)
@@ -82,7 +82,7 @@ func (s *Store) CreateSessionWith(ctx context.Context, sess Session, evs ...even
 				return err
 			}
 		}
-		return w.sessions.Put([]byte(sess.ID), rec)
+		return w.sessions().Put([]byte(sess.ID), rec)
 	}}
 	if err := s.run(ctx, o); err != nil {
 		return Session{}, nil, err
@@ -155,7 +155,7 @@ func (s *Store) lastSeq(id string) uint64 {
 func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*Session) error) (Session, error) {
 	var sess Session
 	o := &sessionOp{id: id, done: make(chan error, 1), fn: func(w *wtx) error {
-		b := w.sessions.Get([]byte(id))
+		b := w.sessions().Get([]byte(id))
 		if b == nil || w.session(id) == nil {
 			return reject(fmt.Errorf("update session %s: %w", id, ErrSessionNotFound))
 		}
@@ -178,7 +178,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*Session) 
 			return reject(fmt.Errorf("update session %s: %w: %v", id, ErrInvalidSession, err))
 		}
 		sess = cur
-		return w.sessions.Put([]byte(id), rec)
+		return w.sessions().Put([]byte(id), rec)
 	}}
 	if err := s.run(ctx, o); err != nil {
 		return Session{}, err
@@ -208,13 +208,13 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 				return err
 			}
 		}
-		if err := w.sessions.Delete([]byte(id)); err != nil {
+		if err := w.sessions().Delete([]byte(id)); err != nil {
 			return err
 		}
 		if err := w.deleteRuns(id); err != nil {
 			return err
 		}
-		if err := w.trash.Put([]byte(id), nil); err != nil {
+		if err := w.trash().Put([]byte(id), nil); err != nil {
 			return err
 		}
 		w.shadow[id] = nil

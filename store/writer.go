@@ -65,7 +65,7 @@ type wtx struct {
 	tx  *bolt.Tx
 	now time.Time
 
-	log, idx, sessions, meta, trash, outMeta, outChunk, sessOut *bolt.Bucket
+	buckets [numBuckets]*bolt.Bucket // opened when first used (bucket)
 
 	nextGID    uint64
 	shadow     map[string]*sessState // sessions changed by this batch; nil: deleted
@@ -253,19 +253,6 @@ func (s *Store) commit(batch []op) {
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		w.tx = tx
-		w.log = tx.Bucket(bucketLog)
-		// The log and the chunks are appended to in key order: split full
-		// pages, not half-full ones (bbolt's default suits random inserts),
-		// which halves the pages each commit writes.
-		w.log.FillPercent = 1.0
-		w.idx = tx.Bucket(bucketIdx)
-		w.sessions = tx.Bucket(bucketSessions)
-		w.meta = tx.Bucket(bucketMeta)
-		w.trash = tx.Bucket(bucketTrash)
-		w.outMeta = tx.Bucket(bucketOutMeta)
-		w.outChunk = tx.Bucket(bucketOutChunk)
-		w.outChunk.FillPercent = 1.0
-		w.sessOut = tx.Bucket(bucketSessOut)
 		for i, o := range batch {
 			if err := o.apply(w); err != nil {
 				var r *rejection
@@ -339,6 +326,50 @@ func (s *Store) commit(batch []op) {
 	}
 }
 
+// The buckets a batch may write, by their index in wtx.buckets.
+const (
+	bLog = iota
+	bIdx
+	bSessions
+	bMeta
+	bTrash
+	bOutMeta
+	bOutChunk
+	bSessOut
+	numBuckets
+)
+
+var bucketNames = [numBuckets][]byte{bLog: bucketLog, bIdx: bucketIdx, bSessions: bucketSessions, bMeta: bucketMeta,
+	bTrash: bucketTrash, bOutMeta: bucketOutMeta, bOutChunk: bucketOutChunk, bSessOut: bucketSessOut}
+
+// bucket opens bucket i of the batch's transaction the first time it is
+// asked for: a commit opens only the buckets its ops touch (an append,
+// the log alone), where opening all eight cost each commit eight lookups
+// and as many bucket structures, most of them unused.
+func (w *wtx) bucket(i int) *bolt.Bucket {
+	if b := w.buckets[i]; b != nil {
+		return b
+	}
+	b := w.tx.Bucket(bucketNames[i])
+	if i == bLog || i == bOutChunk {
+		// The log and the chunks are appended to in key order: split
+		// full pages, not half-full ones (bbolt's default suits random
+		// inserts), which halves the pages each commit writes.
+		b.FillPercent = 1.0
+	}
+	w.buckets[i] = b
+	return b
+}
+
+func (w *wtx) log() *bolt.Bucket      { return w.bucket(bLog) }
+func (w *wtx) idx() *bolt.Bucket      { return w.bucket(bIdx) }
+func (w *wtx) sessions() *bolt.Bucket { return w.bucket(bSessions) }
+func (w *wtx) meta() *bolt.Bucket     { return w.bucket(bMeta) }
+func (w *wtx) trash() *bolt.Bucket    { return w.bucket(bTrash) }
+func (w *wtx) outMeta() *bolt.Bucket  { return w.bucket(bOutMeta) }
+func (w *wtx) outChunk() *bolt.Bucket { return w.bucket(bOutChunk) }
+func (w *wtx) sessOut() *bolt.Bucket  { return w.bucket(bSessOut) }
+
 // session returns the batch's copy of a session's state, to change; nil if
 // the session does not exist (or this batch deleted it).
 func (w *wtx) session(id string) *sessState {
@@ -406,7 +437,7 @@ func (w *wtx) maintainIndex() error {
 		}
 	}
 	if mark := oldest - 1; mark != w.s.w.watermark {
-		if err := w.meta.Put(keyIndexed, u64key(mark)); err != nil {
+		if err := w.meta().Put(keyIndexed, u64key(mark)); err != nil {
 			return err
 		}
 		w.s.w.watermark = mark // harmless if the commit fails: only a hint
@@ -418,7 +449,7 @@ func (w *wtx) maintainIndex() error {
 func (w *wtx) flush(id string, st *sessState) error {
 	key := idxKey(id, st.indexed+1)
 	val := appendBlock(nil, st.pending)
-	if err := w.idx.Put(key, val); err != nil {
+	if err := w.idx().Put(key, val); err != nil {
 		return err
 	}
 	st.indexed += uint64(len(st.pending))
@@ -440,7 +471,7 @@ func (w *wtx) sweep() error {
 		if !done {
 			return nil
 		}
-		if err := w.trash.Delete([]byte(id)); err != nil {
+		if err := w.trash().Delete([]byte(id)); err != nil {
 			return err
 		}
 		w.trashDone = append(w.trashDone, id)
@@ -455,12 +486,12 @@ func (w *wtx) sweepSession(id string, budget *int) (done bool, err error) {
 	// Keys are collected before deleting: a bbolt cursor skips after a
 	// delete.
 	var blocks [][]byte
-	c := w.idx.Cursor()
+	c := w.idx().Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && *budget > 0; k, v = c.Next() {
 		blocks = append(blocks, copyBytes(k))
 		err := blockRuns(v, func(start, n uint64) error {
 			for g := start; g < start+n; g++ {
-				if err := w.log.Delete(u64key(g)); err != nil {
+				if err := w.log().Delete(u64key(g)); err != nil {
 					return err
 				}
 			}
@@ -472,7 +503,7 @@ func (w *wtx) sweepSession(id string, budget *int) (done bool, err error) {
 		}
 	}
 	for _, k := range blocks {
-		if err := w.idx.Delete(k); err != nil {
+		if err := w.idx().Delete(k); err != nil {
 			return false, err
 		}
 	}
@@ -480,7 +511,7 @@ func (w *wtx) sweepSession(id string, budget *int) (done bool, err error) {
 		return false, nil
 	}
 	var outs [][]byte
-	c = w.sessOut.Cursor()
+	c = w.sessOut().Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		outs = append(outs, copyBytes(k))
 	}
@@ -493,7 +524,7 @@ func (w *wtx) sweepSession(id string, budget *int) (done bool, err error) {
 		if err != nil || !gone {
 			return false, err
 		}
-		if err := w.sessOut.Delete(k); err != nil {
+		if err := w.sessOut().Delete(k); err != nil {
 			return false, err
 		}
 	}
@@ -505,7 +536,7 @@ func (w *wtx) sweepSession(id string, budget *int) (done bool, err error) {
 func (w *wtx) deleteOutput(out uint64, budget *int) (gone bool, err error) {
 	prefix := u64key(out)
 	var keys [][]byte
-	c := w.outChunk.Cursor()
+	c := w.outChunk().Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		if len(keys) >= *budget {
 			break
@@ -513,13 +544,13 @@ func (w *wtx) deleteOutput(out uint64, budget *int) (gone bool, err error) {
 		keys = append(keys, copyBytes(k))
 	}
 	for _, k := range keys {
-		if err := w.outChunk.Delete(k); err != nil {
+		if err := w.outChunk().Delete(k); err != nil {
 			return false, err
 		}
 	}
 	*budget -= len(keys) + 1
-	if k, _ := w.outChunk.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+	if k, _ := w.outChunk().Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
 		return false, nil
 	}
-	return true, w.outMeta.Delete(prefix)
+	return true, w.outMeta().Delete(prefix)
 }

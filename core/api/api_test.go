@@ -285,7 +285,12 @@ func TestBadInput(t *testing.T) {
 // directory and variables, and one long command that must not hold up
 // anyone else.
 func TestHundredSessions(t *testing.T) {
-	td := startDaemon(t, testConfig(t, t.TempDir()))
+	cfg := testConfig(t, t.TempDir())
+	// The slow command prints nothing until released: the soft timeout
+	// must not hand it back while a loaded machine still runs the
+	// hundred sessions (it did, at 5 s, under load 7).
+	cfg.Terminal.SoftTimeout = config.Duration{Duration: 2 * time.Minute}
+	td := startDaemon(t, cfg)
 	ctx := context.Background()
 	const n = 100
 	if _, err := td.cl.CreateSession(ctx, daemon.CreateRequest{ID: "slow"}); err != nil {

@@ -74,7 +74,7 @@ func commandPathsInto(v string, out *[]string, depth int) {
 }
 
 func add(out *[]string, p string) {
-	if len(*out) < maxCommandPaths {
+	if p != "" && len(*out) < maxCommandPaths {
 		*out = append(*out, p)
 	}
 }
@@ -154,6 +154,9 @@ func shellCommands(s string) [][]shellWord {
 		switch {
 		case c == '\\' && i+1 < len(s):
 			i++
+			if s[i] == '`' {
+				unknown = true
+			}
 			if s[i] != '\n' {
 				b.WriteByte(s[i])
 				inWord = true
@@ -162,6 +165,9 @@ func shellCommands(s string) [][]shellWord {
 			j := strings.IndexByte(s[i+1:], '\'')
 			if j < 0 {
 				j = len(s) - i - 1
+			}
+			if strings.ContainsRune(s[i+1:i+1+j], '`') {
+				unknown = true // a literal one, but no program's path
 			}
 			b.WriteString(s[i+1 : i+1+j])
 			i += j + 1

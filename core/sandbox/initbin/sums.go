@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "5f2d1b3826fabc3fe33fe17af1f7b6381ea7cd120f854733fe83f64f8b9a2345",
-	"arm64": "d80839f98be2ffce73cc66594823ee8bf9ef3b55d57b310378b320ac9880bdbf",
+	"amd64": "227ec27918d706e3984402fedb9edac74193df27e1ee388cb9d92b80c4cc5feb",
+	"arm64": "79a4669d65ab50d293de8acea1d741d4695379298d0a4da1894f15fd68b2ceac",
 }

@@ -1,0 +1,190 @@
+package sandbox
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Red team 18b: the git guard as of 0db63ec (commandPaths' tokenizer,
+// commandKey, linksAside's order).
+
+// TestRed18bCommandWrapperForms attacks commandPaths on command values
+// whose program is a file of the worktree's, run by a shell in forms
+// it does not read: wrappers with options or arguments of their own
+// (`nice -n 10 ./x`, `timeout 60 ./x`, `env -i ./x`, `exec -a n ./x`,
+// `command -p ./x`, `time -p ./x`, `env -- ./x`), wrappers it does
+// not list (xargs, stdbuf, setsid, flock, ionice, sudo), a shell's
+// -c bundled with other flags (`sh -ec '...; ./x'`, `bash -lc`), a
+// script a shell reads from its stdin (`sh < x.sh`) or sources
+// (`. ./x.sh`, `source x.sh`), busybox's applets (`busybox sh ./x`),
+// a command substitution in backquotes or double quotes (its text is
+// known: no expansion hides it), and node's -r (a file it runs before
+// the script). Each is a program or script the agent writes, and the
+// user's git runs.
+func TestRed18bCommandWrapperForms(t *testing.T) {
+	for _, c := range []struct{ v, want string }{
+		{"nice -n 10 ./x", "./x"},
+		{"timeout 60 ./x", "./x"},
+		{"timeout -k 5 60 ./x", "./x"},
+		{"env -i ./x", "./x"},
+		{"env -u GIT_DIR ./x", "./x"},
+		{"env -- ./x", "./x"},
+		{"env -S './x a'", "./x"},
+		{"exec -a lint ./x", "./x"},
+		{"command -p ./x", "./x"},
+		{"time -p ./x", "./x"},
+		{"xargs ./x", "./x"},
+		{"stdbuf -oL ./x", "./x"},
+		{"setsid ./x", "./x"},
+		{"flock .lock ./x", "./x"},
+		{"ionice -c3 ./x", "./x"},
+		{"sh -ec 'set -u; ./x'", "./x"},
+		{"bash -lc 'cd .; ./x'", "./x"},
+		{"sh < x.sh", "x.sh"},
+		{"sh <./x.sh", "./x.sh"},
+		{". ./x.sh", "./x.sh"},
+		{"source x.sh", "x.sh"},
+		{"busybox sh ./x", "./x"},
+		{"echo `./x`", "./x"},
+		{`echo "$(./x)"`, "./x"},
+		{"node -r ./x y.js", "./x"},
+	} {
+		found := false
+		for _, p := range commandPaths(c.v) {
+			if strings.TrimPrefix(p, "./") == strings.TrimPrefix(c.want, "./") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("commandPaths(%q) = %q; the shell runs (or reads) %s from the worktree", c.v, commandPaths(c.v), c.want)
+		}
+	}
+}
+
+// TestRed18bFilterWrapperForms: the same, end to end. The user's
+// repository defines filters whose commands are ordinary shell
+// (`nice -n 10 ./clean-a`, `timeout 60 ./clean-b`, `sh -ec 'exec
+// ./clean-c'`, `. ./clean-d.sh`, `env -i ./clean-e`, `sh <clean-f.sh`);
+// commandPaths finds none of their programs, so none is pinned: the
+// agent writes them and a .gitattributes that uses them, and the
+// user's next `git add` runs every one.
+func TestRed18bFilterWrapperForms(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red17Repo(t, git, ws)
+	forms := map[string]string{
+		"a": "nice -n 10 ./clean-a",
+		"b": "timeout 60 ./clean-b",
+		"c": "sh -ec 'exec ./clean-c'",
+		"d": ". ./clean-d.sh",
+		"e": "env -i ./clean-e",
+		"f": "sh <clean-f.sh",
+	}
+	script := "cd /workspace; : > .gitattributes\n"
+	for k, v := range forms {
+		if o, err := git(ws, "config", "filter."+k+".clean", v); err != nil {
+			t.Fatal(o)
+		}
+		name := "clean-" + k
+		if k == "d" || k == "f" {
+			name += ".sh"
+		}
+		script += `echo '*.` + k + ` filter=` + k + `' >> .gitattributes; printf '` + red18Hook(marker, "filter-"+k) + `' > ` + name + `; chmod +x ` + name + `; echo x > x.` + k + "\n"
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(script + "ls -la; true"))
+	b.end()
+	out, _ := git(ws, "add", "-A")
+	noMarks(t, marker, "the user (git add, with filters of the repository's own config run through wrappers)", out)
+}
+
+// TestRed18bMissedCommandKeys: config keys naming a program git (or
+// git-lfs) runs, which commandKey does not know: hook.<name>.command,
+// Git 2.54's config-based hooks (`[hook "lint"] event = pre-commit,
+// command = ./scripts/lint.sh`, the form prek and others now install),
+// run at every commit from the top of the worktree; and git-lfs's
+// lfs.extension.<name>.clean and .smudge.
+func TestRed18bMissedCommandKeys(t *testing.T) {
+	for _, c := range []struct{ name, text, want string }{
+		{"hook.<name>.command", "[hook \"lint\"]\n\tevent = pre-commit\n\tcommand = ./scripts/lint.sh\n", "./scripts/lint.sh"},
+		{"lfs.extension.<name>.clean", "[lfs \"extension.foo\"]\n\tclean = ./foo-clean %f\n\tpriority = 0\n", "./foo-clean"},
+		{"lfs.extension.<name>.smudge", "[lfs \"extension.foo\"]\n\tsmudge = ./foo-smudge %f\n", "./foo-smudge"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, r := range configPaths(c.text) {
+				if strings.TrimPrefix(r.Path, "./") == strings.TrimPrefix(c.want, "./") {
+					return
+				}
+			}
+			t.Errorf("%s = %s is not named: %+v", c.name, c.want, configPaths(c.text))
+		})
+	}
+}
+
+// TestRed18bLinkPastBudgetBelowGitEntry attacks red team 18's fix for
+// the walk budget: linksAside looks at git's own entries first, but
+// only at the top of the git directory. Below one of them (logs/), the
+// order is the directory's again: the agent makes logs/p<n>, a
+// directory that comes before HEAD in logs' order, fills it past the
+// budget, and links logs/HEAD to a file of the user's outside the
+// workspace. The sweep stops in p<n> (saying so, in a note the user
+// may never read), the link stays, and the user's next commit appends
+// its reflog line (the branch name is the agent's) to that file. The
+// bound is lowered to 500 as in TestRed18LinkPastWalkBudget; the real
+// one, two million empty files, is a minute of the agent's.
+func TestRed18bLinkPastBudgetBelowGitEntry(t *testing.T) {
+	requireRoot(t)
+	watchAlone(t)
+	old := maxLinkWalk
+	maxLinkWalk = 500
+	t.Cleanup(func() { maxLinkWalk = old })
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red17Repo(t, git, ws)
+	v := red18LinkVictim(t)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd .git/logs && rm -f HEAD && ln -s ` + v + ` HEAD && P= && for n in $(seq 1 200); do mkdir p$n; if [ "$(ls -f | grep -x -e p$n -e HEAD | head -1)" = p$n ]; then P=p$n; break; fi; rmdir p$n; done; test -n "$P" && cd $P && seq -f f%g 1 600 | xargs touch && cd .. && ls -f | head && echo pad $P`))
+	b.end()
+	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
+	if got, _ := os.ReadFile(v); string(got) != "# the user's\n" {
+		t.Errorf("the user's git wrote through .git/logs/HEAD, a symlink the sweep did not reach, into %s:\n%s\n%s", v, got, out)
+	}
+}
+
+// TestRed18bAgentReposMountBomb attacks the start of every later
+// session over a directory of the user's: the init pins, in every
+// repository it finds, the repository's control files and up to
+// maxConfigPins (256) paths its config names, making the missing ones,
+// each a bind mount of its own, whoever's the repository is. An agent's
+// repositories (git init works inside; the guard hands them to the
+// sandbox's uid, and git on the host refuses them, so they need no
+// pins) each name 64 missing programs (what configPaths reads of one file) (`[alias] a1 = !./f1` ...): a
+// few hundred of them make the next start bind past the kernel's
+// fs.mount-max (100,000 mounts a namespace), and it fails, or spends
+// minutes; no session over the directory starts again until the user
+// finds and removes them.
+func TestRed18bAgentReposMountBomb(t *testing.T) {
+	requireRoot(t)
+	repos := 1400
+	if n, err := strconv.Atoi(os.Getenv("RED18B_REPOS")); err == nil {
+		repos = n
+	}
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red17Repo(t, git, ws)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.runLong(`cd /workspace && printf '[alias]\n' > /tmp/al && for n in $(seq 1 64); do printf '\ta%d = !./f%d\n' $n $n; done >> /tmp/al && mkdir r && cd r && for i in $(seq 1 `+strconv.Itoa(repos)+`); do git init -q --template= d$i >/dev/null 2>&1; cat /tmp/al >> d$i/.git/config; done 2>/dev/null; ls */.git/config | wc -l`, 5*time.Minute))
+	b.end()
+	start := time.Now()
+	b2 := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	code, out := b2.runTimeout(`grep -c . /proc/self/mountinfo`, 5*time.Minute)
+	t.Logf("second start: %v, exit %d: %s", time.Since(start), code, out)
+	if code != 0 || time.Since(start) > 30*time.Second {
+		t.Errorf("the agent's repositories (%d) keep the next session from starting (exit %d after %v): %s", repos, code, time.Since(start), out)
+	}
+	b2.end()
+}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -187,4 +188,64 @@ func TestRed18bAgentReposMountBomb(t *testing.T) {
 		t.Errorf("the agent's repositories (%d) keep the next session from starting (exit %d after %v): %s", repos, code, time.Since(start), out)
 	}
 	b2.end()
+}
+
+// TestRed18bHooksPathThroughSymlink attacks configTarget's lexical test
+// of an absolute path against the workspace's real path: a repository's
+// own config names its hooks by an absolute path through a symlink
+// (`git config core.hooksPath "$PWD/.githooks"` in a shell whose $PWD
+// is the logical path: a home under a symlinked /home, a project
+// reached through ~/work -> /data/work). The daemon resolves the
+// workspace to its real path, the init compares the config's path with
+// it as text, finds it outside, and pins nothing: the agent writes
+// .githooks/pre-commit, and the user's next commit runs it.
+func TestRed18bHooksPathThroughSymlink(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red17Repo(t, git, ws)
+	ld := t.TempDir()
+	os.Chmod(filepath.Dir(ld), 0o755)
+	os.Chmod(ld, 0o755)
+	link := filepath.Join(ld, "proj")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := git(ws, "config", "core.hooksPath", link+"/.githooks"); err != nil {
+		t.Fatal(o)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; mkdir -p .githooks; printf '` + red18Hook(marker, "hookspath-through-symlink") + `' > .githooks/pre-commit; chmod +x .githooks/pre-commit; ls -la .githooks; true`))
+	b.end()
+	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit, core.hooksPath an absolute path through a symlink to the workspace)", out)
+}
+
+// TestRed18bRepoIncludeOutside attacks what a repository's config in
+// the workspace includes from outside it: the init cannot read a file
+// outside the workspace, and the daemon reads only the global configs
+// and the repositories around the workspace, not what a repository in
+// it includes (`git config include.path ~/dotfiles/work.gitconfig`, a
+// team's shared file). What that file names relative to the worktree
+// (`core.hooksPath = .githooks`, a filter's ./clean) is pinned by no
+// one: the agent writes .githooks/pre-commit, and the user's next
+// commit runs it.
+func TestRed18bRepoIncludeOutside(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red17Repo(t, git, ws)
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755)
+	os.Chown(dir, userDirOwner, userDirOwner)
+	inc := filepath.Join(dir, "work.gitconfig")
+	writeAs(t, userDirOwner, inc, "[core]\n\thooksPath = .githooks\n", 0o644)
+	if o, err := git(ws, "config", "include.path", inc); err != nil {
+		t.Fatal(o)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; mkdir -p .githooks; printf '` + red18Hook(marker, "include-outside-hookspath") + `' > .githooks/pre-commit; chmod +x .githooks/pre-commit; ls -la .githooks; true`))
+	b.end()
+	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit, the repository's config including a file outside the workspace that sets core.hooksPath = .githooks)", out)
 }

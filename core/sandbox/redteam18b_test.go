@@ -249,3 +249,33 @@ func TestRed18bRepoIncludeOutside(t *testing.T) {
 	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit, the repository's config including a file outside the workspace that sets core.hooksPath = .githooks)", out)
 }
+
+// TestRed18bNestedLinkedWorktree attacks protectFileRepo and
+// reposAround together: a linked worktree of a repository of the
+// user's outside the workspace, one level down in it (a session over
+// ~/work, which holds ~/work/feature, made by `git worktree add` from
+// ~/src/app). The init reads a .git file's git directory only inside
+// the workspace, and the daemon reads one outside only for the
+// workspace's own .git: the main repository's config, with husky's
+// `core.hooksPath = .husky/_`, is read by no one, so
+// feature/.husky/_ is the agent's, and the user's next commit in
+// ~/work/feature runs what it put there.
+func TestRed18bNestedLinkedWorktree(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	main, marker, git := userDir(t)
+	red17Repo(t, git, main)
+	if o, err := git(main, "config", "core.hooksPath", ".husky/_"); err != nil {
+		t.Fatal(o)
+	}
+	ws, _, _ := userDir(t)
+	wt := filepath.Join(ws, "feature")
+	if o, err := git(main, "worktree", "add", "-q", "-b", "agent", wt); err != nil {
+		t.Fatal(o)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace/feature; cat .git; mkdir -p .husky/_; printf '` + red18Hook(marker, "nested-linked-worktree-hook") + `' > .husky/_/pre-commit; chmod +x .husky/_/pre-commit; ls -la .husky/_; true`))
+	b.end()
+	out, _ := git(wt, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit in a linked worktree inside the workspace, whose repository outside has core.hooksPath = .husky/_)", out)
+}

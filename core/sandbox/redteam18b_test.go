@@ -23,7 +23,10 @@ import (
 // (`. ./x.sh`, `source x.sh`), busybox's applets (`busybox sh ./x`),
 // a command substitution in backquotes or double quotes (its text is
 // known: no expansion hides it), and node's -r (a file it runs before
-// the script). Each is a program or script the agent writes, and the
+// the script), a redirection with a descriptor before the program
+// (`2>/dev/null ./x`: the "2" is taken for the program), and a program
+// run after a `cd` (`!cd tools && ./x`, an alias's common form: ./x
+// is pinned at the top, tools/x is not). Each is a program or script the agent writes, and the
 // user's git runs.
 func TestRed18bCommandWrapperForms(t *testing.T) {
 	for _, c := range []struct{ v, want string }{
@@ -52,6 +55,9 @@ func TestRed18bCommandWrapperForms(t *testing.T) {
 		{"echo `./x`", "./x"},
 		{`echo "$(./x)"`, "./x"},
 		{"node -r ./x y.js", "./x"},
+		{"2>/dev/null ./x", "./x"},
+		{"cd tools && ./x", "tools/x"},
+		{"(cd tools; exec ./x)", "tools/x"},
 	} {
 		found := false
 		for _, p := range commandPaths(c.v) {
@@ -107,13 +113,16 @@ func TestRed18bFilterWrapperForms(t *testing.T) {
 // git-lfs) runs, which commandKey does not know: hook.<name>.command,
 // Git 2.54's config-based hooks (`[hook "lint"] event = pre-commit,
 // command = ./scripts/lint.sh`, the form prek and others now install),
-// run at every commit from the top of the worktree; and git-lfs's
-// lfs.extension.<name>.clean and .smudge.
+// run at every commit from the top of the worktree; git-lfs's
+// lfs.extension.<name>.clean and .smudge; git svn's svn.authorsProg and
+// git instaweb's instaweb.httpd (rarer).
 func TestRed18bMissedCommandKeys(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"hook.<name>.command", "[hook \"lint\"]\n\tevent = pre-commit\n\tcommand = ./scripts/lint.sh\n", "./scripts/lint.sh"},
 		{"lfs.extension.<name>.clean", "[lfs \"extension.foo\"]\n\tclean = ./foo-clean %f\n\tpriority = 0\n", "./foo-clean"},
 		{"lfs.extension.<name>.smudge", "[lfs \"extension.foo\"]\n\tsmudge = ./foo-smudge %f\n", "./foo-smudge"},
+		{"svn.authorsProg", "[svn]\n\tauthorsProg = ./authors.sh\n", "./authors.sh"},
+		{"instaweb.httpd", "[instaweb]\n\thttpd = ./httpd.sh\n", "./httpd.sh"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, r := range configPaths(c.text) {

@@ -1,12 +1,15 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harnessd/harnessd/core/terminal"
 )
 
 // Red team 18b: the git guard as of 0db63ec (commandPaths' tokenizer,
@@ -287,4 +290,68 @@ func TestRed18bNestedLinkedWorktree(t *testing.T) {
 	b.end()
 	out, _ := git(wt, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit in a linked worktree inside the workspace, whose repository outside has core.hooksPath = .husky/_)", out)
+}
+
+// TestRed18bNestedGitLinkToOutsideGitDir attacks a repository in the
+// workspace whose .git is a symbolic link to its git directory
+// elsewhere (a checkout whose git directory was moved to another disk:
+// `ln -s /data/git/app.git app/.git`; git follows the link as a git
+// directory). findRepos takes a .git only as a directory or a regular
+// file, so the init neither pins nor reads anything for it (at the top
+// of the workspace the start fails instead: it holds), and the daemon
+// looks only above the workspace: the git directory's
+// `core.hooksPath = .githooks` is read by no one, the agent writes
+// app/.githooks/pre-commit, and the user's next commit in app runs it.
+func TestRed18bNestedGitLinkToOutsideGitDir(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	store, marker, git := userDir(t)
+	red17Repo(t, git, store)
+	if o, err := git(store, "config", "core.hooksPath", ".githooks"); err != nil {
+		t.Fatal(o)
+	}
+	ws, _, _ := userDir(t)
+	app := filepath.Join(ws, "app")
+	os.Mkdir(app, 0o755)
+	os.Chown(app, userDirOwner, userDirOwner)
+	if err := os.Symlink(filepath.Join(store, ".git"), filepath.Join(app, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(filepath.Join(app, ".git"), userDirOwner, userDirOwner)
+	if o, err := git(app, "checkout", "-q", "-f"); err != nil {
+		t.Fatal(o)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace/app; ls -la; mkdir -p .githooks; printf '` + red18Hook(marker, "git-link-hooks") + `' > .githooks/pre-commit; chmod +x .githooks/pre-commit; true`))
+	b.end()
+	out, _ := git(app, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit in a checkout whose .git is a link to its git directory outside, with core.hooksPath = .githooks)", out)
+}
+
+// TestRed18bTopGitLinkHolds: a probe that holds (fails closed). A
+// workspace whose own .git is a symbolic link to its git directory
+// outside: the start fails (the init refuses to pin through the link),
+// so nothing runs in it, and nothing the user's git runs is the
+// agent's. (A start that fails is the user's cost: such a checkout
+// cannot be given to a session at all.)
+func TestRed18bTopGitLinkHolds(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	store, _, git := userDir(t)
+	red17Repo(t, git, store)
+	ws, _, _ := userDir(t)
+	if err := os.Symlink(filepath.Join(store, ".git"), filepath.Join(ws, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(filepath.Join(ws, ".git"), userDirOwner, userDirOwner)
+	sb, err := d.Create(context.Background(), Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	if err != nil {
+		return
+	}
+	t.Cleanup(func() { sb.Destroy(context.Background()) })
+	term, err := terminal.New(context.Background(), termOptions(sb))
+	if err == nil {
+		term.Close()
+		t.Errorf("a session started in a workspace whose .git is a link to a git directory outside, which nothing reads")
+	}
 }

@@ -355,3 +355,35 @@ func TestRed18bTopGitLinkHolds(t *testing.T) {
 		t.Errorf("a session started in a workspace whose .git is a link to a git directory outside, which nothing reads")
 	}
 }
+
+// TestRed18bSubmoduleOfEnclosingRepo: the same gap as
+// TestRed18bNestedLinkedWorktree, by a submodule: a session over a
+// directory of a superproject of the user's (~/proj/packages), which
+// holds a submodule (packages/lib, its .git a file naming
+// ~/proj/.git/modules/packages/lib, outside the workspace). The daemon
+// reads the superproject's config above, the init reads a .git file's
+// git directory only inside the workspace: the submodule's own config,
+// with `core.hooksPath = .githooks`, is read by no one.
+func TestRed18bSubmoduleOfEnclosingRepo(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	src, marker, git := userDir(t)
+	red17Repo(t, git, src)
+	main, _, _ := userDir(t)
+	red17Repo(t, git, main)
+	os.Mkdir(filepath.Join(main, "packages"), 0o755)
+	os.Chown(filepath.Join(main, "packages"), userDirOwner, userDirOwner)
+	if o, err := git(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "packages/lib"); err != nil {
+		t.Fatal(o)
+	}
+	lib := filepath.Join(main, "packages/lib")
+	if o, err := git(lib, "config", "core.hooksPath", ".githooks"); err != nil {
+		t.Fatal(o)
+	}
+	ws := filepath.Join(main, "packages")
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace/lib; cat .git; mkdir -p .githooks; printf '` + red18Hook(marker, "submodule-of-enclosing-hooks") + `' > .githooks/pre-commit; chmod +x .githooks/pre-commit; true`))
+	b.end()
+	out, _ := git(lib, "commit", "-q", "--allow-empty", "-m", "mine")
+	noMarks(t, marker, "the user (git commit in a submodule in the workspace whose git directory is the enclosing superproject's, with core.hooksPath = .githooks)", out)
+}

@@ -19,12 +19,14 @@ const maxCommandPaths = 8
 // leading '!' is an alias's or a helper's mark of a shell command) runs
 // from a path, and the scripts the interpreters in it read: in each
 // simple command (split at ; & | ( ) and newlines), the first word past
-// assignments, reserved words and wrappers (env, exec, command, nice,
-// nohup), when it holds a '/'; or, when that word is an interpreter
-// (sh, python3.11, node, ...), its first operand past its options,
-// with or without a '/', and what a shell's -c runs. A word with an
-// expansion ($, `, a glob, a leading ~) cannot be known and is passed
-// over.
+// assignments, reserved words and wrappers (env, exec, timeout, nice,
+// xargs, ..., and their options), when it holds a '/'; or, when that
+// word is an interpreter (sh, python3.11, node, ., source, ...), its
+// first operand past its options, with or without a '/', a file it
+// reads on its input (sh <x.sh), and what a shell's -c runs; and the
+// same in command substitutions. A `cd DIR` before them moves where
+// relative ones are. A word with an expansion ($, `, a glob, a leading
+// ~) cannot be known and is passed over.
 func commandPaths(v string) []string {
 	var out []string
 	commandPathsInto(strings.TrimPrefix(strings.TrimSpace(v), "!"), &out, 0)
@@ -32,45 +34,137 @@ func commandPaths(v string) []string {
 }
 
 func commandPathsInto(v string, out *[]string, depth int) {
-	if depth > 2 {
+	if depth > 3 {
 		return
 	}
-	for _, words := range shellCommands(v) {
-		i := 0
-		for i < len(words) && (assignment(words[i].text) || wrappers[path.Base(words[i].text)] || words[i].text == "") {
-			i++
+	cmds, subs := shellCommands(v)
+	for _, sub := range subs {
+		commandPathsInto(sub, out, depth+1)
+	}
+	dir := "" // where a cd before has moved to
+	at := func(p string) string {
+		if dir == "" || path.IsAbs(p) {
+			return p
 		}
-		if i == len(words) || words[i].unknown {
+		return path.Join(dir, p)
+	}
+	for _, words := range cmds {
+		var in string // a file on the command's input
+		args := words[:0:0]
+		for _, w := range words {
+			if w.redirIn {
+				if !w.unknown {
+					in = w.text
+				}
+				continue
+			}
+			args = append(args, w)
+		}
+		for j := 1; j+1 < len(args); j++ {
+			if args[j].text == "-S" && path.Base(args[j-1].text) == "env" && !args[j+1].unknown {
+				commandPathsInto(args[j+1].text, out, depth+1) // env -S 'prog args'
+			}
+		}
+		i := skipWrappers(args)
+		if i == len(args) || args[i].unknown {
 			continue
 		}
-		prog := words[i].text
-		if !interpreter(path.Base(prog)) {
-			if strings.ContainsRune(prog, '/') {
-				add(out, prog)
+		prog := args[i].text
+		if prog == "cd" {
+			if i+1 < len(args) && !args[i+1].unknown && !strings.HasPrefix(args[i+1].text, "-") {
+				dir = at(args[i+1].text)
+			} else {
+				dir = "" // cd alone, cd -: not known; take the top
 			}
 			continue
 		}
+		if !interpreter(path.Base(prog)) {
+			if strings.ContainsRune(prog, '/') {
+				add(out, at(prog))
+			}
+			continue
+		}
+		if in != "" {
+			add(out, at(in)) // sh <x.sh
+		}
 		shell := shells[trimVersion(path.Base(prog))]
-		for i++; i < len(words); i++ {
-			w := words[i]
+		for i++; i < len(args); i++ {
+			w := args[i].text
 			switch {
-			case w.unknown:
-			case w.text == "--":
+			case args[i].unknown:
+			case w == "--":
 				continue
-			case w.text == "-c" && shell && i+1 < len(words):
-				commandPathsInto(words[i+1].text, out, depth+1)
-			case codeOption[w.text] && !shell:
-			case argOption[w.text] && (!shell || strings.ContainsAny(w.text, "oO")):
+			case shell && strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.ContainsRune(w, 'c'):
+				// sh -c, sh -ec, bash -lc: the next word is a command.
+				if i+1 < len(args) && !args[i+1].unknown {
+					commandPathsInto(args[i+1].text, out, depth+1)
+				}
+			case codeOption[w] && !shell:
+			case argOption[w] && (!shell || strings.ContainsAny(w, "oO")):
+				// An option's argument may be a file too (node -r ./x).
+				if i+1 < len(args) && !args[i+1].unknown && strings.ContainsRune(args[i+1].text, '/') {
+					add(out, at(args[i+1].text))
+				}
 				i++
 				continue
-			case strings.HasPrefix(w.text, "-") || strings.HasPrefix(w.text, "+"):
+			case strings.HasPrefix(w, "-") || strings.HasPrefix(w, "+"):
 				continue
 			default:
-				add(out, w.text) // the script, read from the working directory
+				add(out, at(w)) // the script, read from the working directory
 			}
 			break
 		}
 	}
+}
+
+// skipWrappers returns the index of the command's name in words, past
+// assignments and wrappers (env, exec, timeout, nice, ...) with their
+// options and the numbers they take (nice -n 10, timeout -k 5 60).
+func skipWrappers(words []shellWord) int {
+	i := 0
+	for i < len(words) {
+		w := words[i].text
+		switch {
+		case w == "" || assignment(w):
+			i++
+		case wrappers[path.Base(w)]:
+			i++
+			for i < len(words) {
+				o := words[i].text
+				switch {
+				case o == "--":
+					i++
+				case strings.HasPrefix(o, "-") && len(o) > 1:
+					i++
+					if wrapperArg[o] && i < len(words) {
+						i++ // its argument: exec -a NAME, env -u VAR
+					}
+					continue
+				case numeric(o) || w == "flock" && !strings.HasPrefix(o, "-") && i+1 < len(words):
+					i++ // timeout's duration, flock's lock file
+					continue
+				}
+				break
+			}
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// numeric reports whether w is a number or a duration (60, 1.5, 10s).
+func numeric(w string) bool {
+	w = strings.TrimRight(w, "smhd")
+	if w == "" {
+		return false
+	}
+	for _, c := range w {
+		if (c < '0' || c > '9') && c != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 func add(out *[]string, p string) {
@@ -87,17 +181,25 @@ func commandPath(v string) (string, bool) {
 	return "", false
 }
 
-// wrappers run the command that follows them.
-var wrappers = map[string]bool{"env": true, "exec": true, "command": true, "nice": true, "nohup": true, "time": true,
+// wrappers run the command that follows them (and reserved words that
+// precede one).
+var wrappers = map[string]bool{"env": true, "exec": true, "command": true, "builtin": true, "nice": true, "nohup": true,
+	"time": true, "timeout": true, "xargs": true, "stdbuf": true, "setsid": true, "flock": true, "ionice": true,
+	"chrt": true, "taskset": true, "unbuffer": true, "busybox": true, "sudo": true, "doas": true, "eval": true,
 	"{": true, "!": true, "if": true, "then": true, "else": true, "elif": true, "do": true, "while": true, "until": true}
 
+// wrapperArg are wrapper options that take an argument.
+var wrapperArg = map[string]bool{"-a": true, "-n": true, "-k": true, "-s": true, "-u": true, "-C": true, "-S": false,
+	"-c": true, "-p": false, "-I": true, "-d": true, "-L": true, "-P": true, "-E": true, "-w": true}
+
 // shells run a -c option's text as a command.
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "busybox": true}
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true}
 
 // interpreters read the script their first operand names, or run a -c's
 // text; by name, any version suffix dropped (python3.11, perl5.36).
 var interpreters = map[string]bool{"python": true, "pypy": true, "perl": true, "ruby": true, "node": true, "nodejs": true,
-	"deno": true, "bun": true, "php": true, "lua": true, "luajit": true, "tclsh": true, "wish": true, "rscript": true, "pwsh": true, "fish": true}
+	"deno": true, "bun": true, "php": true, "lua": true, "luajit": true, "tclsh": true, "wish": true, "rscript": true,
+	"pwsh": true, "fish": true, ".": true, "source": true}
 
 func interpreter(name string) bool {
 	n := strings.ToLower(trimVersion(name))
@@ -106,7 +208,10 @@ func interpreter(name string) bool {
 
 // trimVersion drops a version suffix: python3.11 -> python.
 func trimVersion(name string) string {
-	return strings.TrimRight(name, "0123456789.-")
+	if t := strings.TrimRight(name, "0123456789.-"); t != "" {
+		return t
+	}
+	return name
 }
 
 // codeOption options (of interpreters other than shells) take a
@@ -121,26 +226,29 @@ var (
 type shellWord struct {
 	text    string // quotes and escapes removed
 	unknown bool   // holds an expansion: what it is cannot be known
+	redirIn bool   // the file of an input redirection (<x)
 }
 
 // shellCommands splits a command's text into simple commands and their
 // words, after sh's quoting: '...', "...", backslash escapes; the words
-// of a redirection (> file) are dropped.
-func shellCommands(s string) [][]shellWord {
-	var cmds [][]shellWord
+// of an output redirection (> file, 2>&1) are dropped, an input's kept
+// as such. It also returns the text of the command substitutions in it
+// ($(...), `...`), which run too.
+func shellCommands(s string) (cmds [][]shellWord, subs []string) {
 	var cur []shellWord
 	var b strings.Builder
-	inWord, unknown, redirect := false, false, false
+	inWord, unknown := false, false
+	redirect := byte(0)
 	endWord := func() {
 		if !inWord {
 			return
 		}
-		w := shellWord{text: b.String(), unknown: unknown}
-		if !redirect {
+		w := shellWord{text: b.String(), unknown: unknown, redirIn: redirect == '<'}
+		if redirect != '>' {
 			cur = append(cur, w)
 		}
 		b.Reset()
-		inWord, unknown, redirect = false, false, false
+		inWord, unknown, redirect = false, false, 0
 	}
 	endCmd := func() {
 		endWord()
@@ -148,6 +256,35 @@ func shellCommands(s string) [][]shellWord {
 			cmds = append(cmds, cur)
 		}
 		cur = nil
+	}
+	// substitution reads the $(...) or `...` at s[i] (i at '$' or '`'),
+	// keeps its text, and returns where it ends.
+	substitution := func(i int) int {
+		unknown, inWord = true, true
+		if s[i] == '`' {
+			j := strings.IndexByte(s[i+1:], '`')
+			if j < 0 {
+				return len(s) - 1
+			}
+			subs = append(subs, s[i+1:i+1+j])
+			return i + 1 + j
+		}
+		arith := i+2 < len(s) && s[i+2] == '('
+		depth := 0
+		for k := i + 1; k < len(s); k++ {
+			switch s[k] {
+			case '(':
+				depth++
+			case ')':
+				if depth--; depth == 0 {
+					if !arith {
+						subs = append(subs, s[i+2:k])
+					}
+					return k
+				}
+			}
+		}
+		return len(s) - 1
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -174,23 +311,41 @@ func shellCommands(s string) [][]shellWord {
 			inWord = true
 		case c == '"':
 			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+				switch {
+				case s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0:
 					i++
-				} else if s[i] == '$' || s[i] == '`' {
+					if s[i] == '`' {
+						unknown = true
+					}
+					b.WriteByte(s[i])
+				case s[i] == '`' || s[i] == '$' && i+1 < len(s) && s[i+1] == '(':
+					i = substitution(i)
+				case s[i] == '$':
 					unknown = true
+					b.WriteByte(s[i])
+				default:
+					b.WriteByte(s[i])
 				}
-				b.WriteByte(s[i])
 			}
 			inWord = true
+		case c == '`' || c == '$' && i+1 < len(s) && s[i+1] == '(':
+			i = substitution(i)
 		case c == ' ' || c == '\t':
 			endWord()
 		case strings.IndexByte(";&|()\n", c) >= 0:
 			endCmd()
 		case c == '<' || c == '>':
+			if inWord && redirect == 0 && numeric(b.String()) {
+				b.Reset() // 2>file: the descriptor, no word
+				inWord, unknown = false, false
+			}
 			endWord()
-			redirect = true // the next word is a file, not an argument
+			redirect = c // the next word is a file, not an argument
 			for i+1 < len(s) && strings.IndexByte("<>&|", s[i+1]) >= 0 {
 				i++
+			}
+			if c == '<' && i+1 < len(s) && s[i] == '&' {
+				redirect = '>' // <&3: a descriptor
 			}
 		default:
 			if strings.IndexByte("$`*?[", c) >= 0 || c == '~' && !inWord {
@@ -201,7 +356,7 @@ func shellCommands(s string) [][]shellWord {
 		}
 	}
 	endCmd()
-	return cmds
+	return cmds, subs
 }
 
 // assignment reports whether w is a shell variable assignment (NAME=...),

@@ -209,7 +209,14 @@ func commandKey(section, key string) bool {
 	case "difftool.sub", "mergetool.sub", "browser.sub", "trailer.sub", "man.sub", "guitool.sub", "tar.sub":
 		return key == "cmd" || key == "path" || key == "command"
 	case "lfs.sub":
-		return key == "path" // lfs.customtransfer.<name>.path, git-lfs's
+		// git-lfs's lfs.customtransfer.<name>.path, lfs.extension.<name>.clean
+		return key == "path" || key == "clean" || key == "smudge"
+	case "hook.sub":
+		return key == "command" // config-based hooks (git 2.54)
+	case "svn":
+		return key == "authorsprog"
+	case "instaweb":
+		return key == "httpd"
 	case "imap":
 		return key == "tunnel"
 	case "gpg", "gpg.sub":

@@ -375,6 +375,9 @@ var gitWrites = map[string]bool{"HEAD": true, "ORIG_HEAD": true, "FETCH_HEAD": t
 	"TAG_EDITMSG": true, "AUTO_MERGE": true, "index": true, "packed-refs": true, "config": true, "description": true,
 	"shallow": true, "logs": true, "refs": true, "info": true, "hooks": true, "objects": true}
 
+// gitDirs are directories git writes beneath refs/ and logs/.
+var gitDirs = map[string]bool{"heads": true, "tags": true, "remotes": true, "notes": true, "stash": true, "pack": true}
+
 // walkGitDir calls fn with each symbolic link beneath the git directory
 // dir (at d beneath the workspace), but in its worktrees' and
 // submodules' git directories (eachGitDir visits those), until budget
@@ -387,17 +390,25 @@ func walkGitDir(dir int, d string, depth int, budget *int, fn func(parent int, n
 	f := os.NewFile(uintptr(fd), d)
 	defer f.Close()
 	ents, _ := f.ReadDir(-1)
-	if depth == 0 {
-		slices.SortStableFunc(ents, func(a, b os.DirEntry) int {
-			switch ka, kb := gitWrites[a.Name()], gitWrites[b.Name()]; {
-			case ka && !kb:
-				return -1
-			case kb && !ka:
-				return 1
-			}
+	// In every directory, its links (those of git's names first), then
+	// its files, then its directories, git's own before others: what the
+	// agent fills cannot keep the walk from a link git writes through
+	// (logs/HEAD), short of two million links.
+	rank := func(e os.DirEntry) int {
+		git := gitWrites[e.Name()] || gitDirs[e.Name()]
+		switch {
+		case e.Type()&os.ModeSymlink != 0 && git:
 			return 0
-		})
+		case e.Type()&os.ModeSymlink != 0:
+			return 1
+		case !e.IsDir():
+			return 2
+		case git:
+			return 3
+		}
+		return 4
 	}
+	slices.SortStableFunc(ents, func(a, b os.DirEntry) int { return rank(a) - rank(b) })
 	for _, e := range ents {
 		if *budget--; *budget < 0 {
 			return

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bufio"
 	"io"
+	"io/fs"
 	"os"
 	"os/user"
 	"path"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The init pins what a repository's own config names in the workspace
@@ -55,7 +58,9 @@ func hostGitRefs(ws string, uid int) []configRef {
 	// The user's repositories whose worktrees hold the workspace: what
 	// their configs name, and the global configs' relative paths, taken
 	// in their worktrees, may lie in it.
-	for _, r := range reposAround(ws, uid) {
+	around := reposAround(ws, uid)
+	around = append(around, reposWithin(ws, uid, maxGitScan)...)
+	for _, r := range around {
 		for _, c := range []string{"config", "config.worktree"} {
 			h.read(filepath.Join(r.gitdir, c), r.top, 0)
 		}
@@ -71,7 +76,15 @@ func hostGitRefs(ws string, uid int) []configRef {
 			}
 		}
 	}
-	return append(global, h.refs...)
+	seen := map[configRef]bool{}
+	var out []configRef
+	for _, r := range append(global, h.refs...) {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // userHome is the home directory of the user uid, or "" (a variable for
@@ -100,14 +113,19 @@ func (h *hostConfigs) read(p, top string, depth int) {
 		return
 	}
 	h.seen[p] = true
+	var f *os.File
+	var err error
 	if rp := realPath(p); within(rp, h.ws) {
 		// The config itself is a file of the workspace's (a dotfiles
-		// repository's, ~/.gitconfig linked to it): the init pins it, and
-		// what it names.
+		// repository's, ~/.gitconfig linked to it; a repository's in
+		// the workspace): the init pins it, and the daemon reads it for
+		// what it names outside the workspace, or through a link, which
+		// the init cannot see. Beneath the workspace, through no link.
 		h.refs = append(h.refs, configRef{Path: rp})
-		return
+		f, err = openBeneathWs(h.ws, rp)
+	} else {
+		f, err = openHostFile(p)
 	}
-	f, err := openHostFile(p)
 	if err != nil {
 		return
 	}
@@ -120,7 +138,7 @@ func (h *hostConfigs) read(p, top string, depth int) {
 		return
 	}
 	for _, r := range configPaths(string(text)) {
-		if inc := h.add(r, top, filepath.Dir(p)); inc != "" && !within(inc, h.ws) {
+		if inc := h.add(r, top, filepath.Dir(p)); inc != "" {
 			h.read(inc, top, depth+1)
 		}
 	}
@@ -200,6 +218,89 @@ func reposAround(ws string, uid int) []repoAround {
 			return out
 		}
 	}
+}
+
+// reposWithin finds the user uid's repositories in the workspace ws
+// whose configs the init cannot read whole: a .git that is a file or a
+// link naming a git directory outside the workspace (a linked worktree
+// of a repository elsewhere, a submodule of one above), and every .git
+// directory, whose config may include a file outside or name the
+// workspace through a link (read here, beneath the workspace). It does
+// not follow links, and stops after limit entries, as the init's walk.
+func reposWithin(ws string, uid, limit int) []repoAround {
+	var out []repoAround
+	n := 0
+	_ = filepath.WalkDir(ws, func(p string, de fs.DirEntry, err error) error {
+		if err != nil || p == ws {
+			return nil
+		}
+		if n++; n > limit || len(out) >= maxHostConfigs {
+			return fs.SkipAll
+		}
+		if de.Name() != ".git" {
+			return nil
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) != nil || int(st.Uid) != uid {
+			return skipDir(de)
+		}
+		top := filepath.Dir(p)
+		switch {
+		case de.IsDir():
+			out = append(out, repoAround{top, p})
+			return fs.SkipDir
+		case de.Type().IsRegular():
+			line, err := readLine(p)
+			if target, ok := strings.CutPrefix(line, "gitdir: "); err == nil && ok {
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(top, target)
+				}
+				if target = realPath(filepath.Clean(target)); !within(target, ws) {
+					out = append(out, repoAround{top, target})
+				}
+			}
+		case de.Type()&fs.ModeSymlink != 0:
+			if target := realPath(p); !within(target, ws) {
+				out = append(out, repoAround{top, target})
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+func skipDir(de fs.DirEntry) error {
+	if de.IsDir() {
+		return fs.SkipDir
+	}
+	return nil
+}
+
+// openBeneathWs opens the regular file at the real path p in the
+// workspace ws, beneath it and through no symbolic link, without
+// blocking.
+func openBeneathWs(ws, p string) (*os.File, error) {
+	rel, err := filepath.Rel(ws, p)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(dir, rel, &how)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, syscall.EINVAL
+	}
+	return f, nil
 }
 
 // realPath is p with the symbolic links of the part of it that exists

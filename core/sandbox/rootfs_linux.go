@@ -478,12 +478,20 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 	seen := map[Repo]bool{}
 	strays := 0
 	skipped := 0
-	for _, r := range append(append([]Repo(nil), cfg.Repos...), found...) {
+	for k, r := range append(append([]Repo(nil), cfg.Repos...), found...) {
 		if seen[r] {
 			continue
 		}
 		seen[r] = true
 		if (r.Stray || r.Half) && !cfg.PinStray {
+			continue
+		}
+		if k >= len(cfg.Repos) && !r.Stray && !r.Half && !ownRepo(src, r) {
+			// Not the sandbox's user's (one an agent made in a directory
+			// of the user's, handed to the dedicated uid, or another
+			// user's): git on the host does not trust it, so it needs no
+			// pins, and an agent's thousands of them would otherwise cost
+			// every later start its bind mounts.
 			continue
 		}
 		if err := protectRepo(src, ws, r, cfg, pinned, &strays, &note); err != nil {
@@ -520,6 +528,16 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 		}
 	}
 	return found, note, nil
+}
+
+// ownRepo reports whether repository r's git directory (or .git file)
+// is owned by the sandbox's uid, as seen inside.
+func ownRepo(src int, r Repo) bool {
+	var st unix.Stat_t
+	if unix.Fstatat(src, r.Path, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return true // let the pin find what is wrong
+	}
+	return int(st.Uid) == os.Getuid()
 }
 
 // linkInNotOurs reports whether err, from pinning repository r, is a

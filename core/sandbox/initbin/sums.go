@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "227ec27918d706e3984402fedb9edac74193df27e1ee388cb9d92b80c4cc5feb",
-	"arm64": "79a4669d65ab50d293de8acea1d741d4695379298d0a4da1894f15fd68b2ceac",
+	"amd64": "00dea52dd931757c45eaa1d24d2e26c1504b4fc1fe89839d427d6026738a0116",
+	"arm64": "ccd2a319cdcff3f4349e254191e64015ecf3a21a3e3dde6984b87eee7818fff0",
 }

@@ -22,23 +22,26 @@ type procFiles struct {
 	valid bool
 }
 
-// The files procFiles keeps, by index.
+// The files procFiles keeps, by index, in the order read reads them.
 const (
-	procIO = iota
-	procStat
+	procStat = iota
+	procIO
 	procSyscall
 )
 
-var procNames = [3]string{"io", "stat", "syscall"}
+var procNames = [3]string{"stat", "io", "syscall"}
 
-// read calls fn with the current contents of each file (nil for one that
-// cannot be read), under the lock: the slices are only valid within fn.
-func (p *procFiles) read(pid int, fn func(which int, b []byte)) {
+// read calls fn with the current contents of each file in turn (nil for
+// one that cannot be read), under the lock, until fn returns false: the
+// slices are only valid within fn.
+func (p *procFiles) read(pid int, fn func(which int, b []byte) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.openLocked(pid)
 	for i := range p.fds {
-		fn(i, p.readLocked(i))
+		if !fn(i, p.readLocked(i)) {
+			return
+		}
 	}
 }
 

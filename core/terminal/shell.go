@@ -66,6 +66,7 @@ type shell struct {
 	markerOnly bool   // bash cannot be watched at all: its prompt decides
 	nofile     uint64 // bash's soft open-files limit at start
 	tty        unix.Stat_t
+	ttyNr      uint64 // the PTY as /proc/PID/stat's tty_nr names it
 
 	proc procFiles // bash's /proc files, kept open for look
 
@@ -141,6 +142,7 @@ func startShell(opts *Options, rcPath string) (*shell, error) {
 	if err := unix.Fstat(sh.tfd, &sh.tty); err != nil {
 		return fail(fmt.Errorf("stat pty: %w", err))
 	}
+	sh.ttyNr = ttyNumber(sh.tty.Rdev)
 	sh.pool.New = func() any { b := make([]byte, chunkSize); return &b }
 	sh.wg.Add(2)
 	go sh.read()
@@ -349,34 +351,37 @@ type procView struct {
 	startcode uint64 // where bash's code is mapped: exec changes it
 }
 
-// look reads the view. While a job holds the terminal nothing else is
-// read (the poll of a long command costs one ioctl). syscr is read before
-// the syscall: if it shows bash has read past a point, a prompt read seen
-// after it is a later one.
+// look reads the view. /proc/PID/stat comes first: its tpgid is the
+// foreground process group of bash's controlling terminal, which is the
+// PTY's own group (TIOCGPGRP) when tty_nr names the PTY, so the check
+// costs no ioctl of its own; where stat cannot be read or names another
+// terminal, the ioctl decides. While a job holds the terminal nothing else
+// is read (the poll of a long command costs one pread). syscr is read
+// before the syscall: if it shows bash has read past a point, a prompt
+// read seen after it is a later one.
 func (sh *shell) look() procView {
 	v := procView{nr: -2}
-	if pg, err := sh.foreground(); err != nil || pg != sh.pid {
-		return v
-	}
-	v.fg = true
-	sh.proc.read(sh.pid, func(which int, b []byte) {
+	sh.proc.read(sh.pid, func(which int, b []byte) bool {
 		switch which {
+		case procStat:
+			pg, ok := sh.statForeground(b, &v)
+			if !ok {
+				p, err := sh.foreground()
+				if err != nil {
+					return false
+				}
+				pg = p
+			}
+			if v.fg = pg == sh.pid; !v.fg {
+				v.state, v.startcode = 0, 0 // as before: nothing is read of a bash in the background
+			}
+			return v.fg
 		case procIO:
 			v.syscr, v.ok = parseSyscr(b)
-		case procStat:
-			if i := bytes.LastIndexByte(b, ')'); i > 0 {
-				f := fields(b[i+1:], 25)
-				if len(f) > 0 && len(f[0]) == 1 {
-					v.state = f[0][0]
-				}
-				if len(f) > 23 {
-					v.startcode, _ = strconv.ParseUint(string(f[23]), 10, 64)
-				}
-			}
 		case procSyscall:
 			if b == nil {
 				v.ok = false
-				return
+				return false
 			}
 			f := fields(b, 4)
 			switch {
@@ -389,21 +394,67 @@ func (sh *shell) look() procView {
 				}
 			}
 		}
+		return true
 	})
 	return v
 }
 
-// lookReads is look for typing a command: only bash's read count, which
-// the wait compares later looks with (/proc/PID/stat and syscall, two of
-// a look's three reads, are not needed before bash has the line).
+// statForeground takes bash's state and image from its /proc/PID/stat
+// line b into v, and returns the foreground group of its controlling
+// terminal; ok is false unless that terminal is the PTY (or b is nil).
+func (sh *shell) statForeground(b []byte, v *procView) (int, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	// state, ppid, pgrp, session, tty_nr, tpgid, ... startcode (f[23])
+	f := fields(b[i+1:], 25)
+	if len(f) > 0 && len(f[0]) == 1 {
+		v.state = f[0][0]
+	}
+	if len(f) > 23 {
+		v.startcode, _ = strconv.ParseUint(string(f[23]), 10, 64)
+	}
+	if len(f) < 6 {
+		return 0, false
+	}
+	nr, err := strconv.ParseUint(string(f[4]), 10, 32)
+	if err != nil || nr != sh.ttyNr {
+		return 0, false
+	}
+	pg, err := strconv.Atoi(string(f[5]))
+	if err != nil {
+		return 0, false
+	}
+	return pg, true
+}
+
+// ttyNumber is dev as /proc/PID/stat's tty_nr spells it (the kernel's
+// new_encode_dev): minor's low 8 bits, major, minor's rest.
+func ttyNumber(dev uint64) uint64 {
+	major, minor := uint64(unix.Major(dev)), uint64(unix.Minor(dev))
+	return minor&0xff | major<<8 | (minor&^0xff)<<12
+}
+
+// lookReads is look for telling injected lines from bash's own prompt
+// while it idles: only bash's read count (/proc/PID/stat and syscall are
+// not needed), and only while bash holds the terminal.
 func (sh *shell) lookReads() procView {
 	v := procView{nr: -2}
 	if pg, err := sh.foreground(); err != nil || pg != sh.pid {
 		return v
 	}
 	v.fg = true
-	sh.proc.readOne(sh.pid, procIO, func(b []byte) { v.syscr, v.ok = parseSyscr(b) })
+	v.syscr, v.ok = sh.reads()
 	return v
+}
+
+// reads is bash's read count (/proc/PID/io), whoever holds the terminal:
+// typing a command takes it as the baseline that later looks compare
+// with, and bash is at its prompt then.
+func (sh *shell) reads() (syscr uint64, ok bool) {
+	sh.proc.readOne(sh.pid, procIO, func(b []byte) { syscr, ok = parseSyscr(b) })
+	return syscr, ok
 }
 
 // parseSyscr finds the read count in /proc/PID/io.

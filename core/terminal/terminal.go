@@ -1008,8 +1008,8 @@ func (t *Terminal) gate(force bool) error {
 // typeLine starts a new command state and types line into bash, which is
 // at its prompt.
 func (t *Terminal) typeLine(line string) error {
-	v := t.sh.lookReads()
-	t.cs = cmdState{base: t.last.N, syscr0: v.syscr}
+	syscr0, _ := t.sh.reads()
+	t.cs = cmdState{base: t.last.N, syscr0: syscr0}
 	t.disp.reset()
 	t.sh.flushInput()
 	if err := t.sh.write([]byte(line)); err != nil {

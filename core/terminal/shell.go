@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,10 +49,12 @@ type shell struct {
 	pid    int      // bash's pid: the foreground check, /proc/PID/*, signals
 	leader int      // the started process (bash, or the sandbox init over it); its session is killed on close
 
-	chunks chan chunk    // PTY output, in order
-	exited chan struct{} // closed when the bash process has been reaped
-	exitMu sync.Mutex
-	status int // bash's exit status, valid once exited is closed
+	chunks   chan chunk    // PTY output, in order
+	closing  chan struct{} // closed by close before it closes the master
+	stopOnce sync.Once
+	exited   chan struct{} // closed when the bash process has been reaped
+	exitMu   sync.Mutex
+	status   int // bash's exit status, valid once exited is closed
 
 	// rmu orders reads of the master between the reader goroutine and
 	// sync, and seq numbers them, so sync can tell when every byte read
@@ -130,13 +133,14 @@ func startShell(opts *Options, rcPath string) (*shell, error) {
 		pid = p
 	}
 	sh := &shell{
-		cmd:    cmd,
-		master: master,
-		slave:  tty,
-		pid:    pid,
-		leader: leader,
-		chunks: make(chan chunk, queueDepth),
-		exited: make(chan struct{}),
+		cmd:     cmd,
+		master:  master,
+		slave:   tty,
+		pid:     pid,
+		leader:  leader,
+		chunks:  make(chan chunk, queueDepth),
+		closing: make(chan struct{}),
+		exited:  make(chan struct{}),
 	}
 	sh.tfd = int(tty.Fd())
 	if err := unix.Fstat(sh.tfd, &sh.tty); err != nil {
@@ -248,6 +252,12 @@ func fixTermios(fd int) (bool, error) {
 // read copies PTY output into chunks until the master is closed. The
 // terminal holds the slave open, so bash exiting is seen by the reaper, not
 // as EOF here.
+//
+// It stays in one RawRead: a chunk that ended on an empty master (EAGAIN)
+// is handed over and the reader waits for the next edge at once. A new
+// RawRead would first read the master again (RawRead forgets an edge that
+// came before it), a syscall that found nothing every time, between the
+// hand-over and the waiting call's turn on this P.
 func (sh *shell) read() {
 	defer sh.wg.Done()
 	defer close(sh.chunks)
@@ -255,30 +265,36 @@ func (sh *shell) read() {
 	if err != nil {
 		return
 	}
-	for {
-		bp := sh.pool.Get().(*[]byte)
-		var n int
-		var seq uint64
-		var rerr error
-		err := rc.Read(func(fd uintptr) bool {
-			n, seq, rerr = sh.readOnce(int(fd), *bp)
-			return rerr != unix.EAGAIN
-		})
-		if n > 0 {
-			sh.chunks <- chunk{(*bp)[:n], seq}
-		} else {
-			sh.pool.Put(bp)
+	bp := sh.pool.Get().(*[]byte)
+	_ = rc.Read(func(fd uintptr) bool {
+		for {
+			n, seq, rerr := sh.readOnce(int(fd), *bp)
+			if n > 0 {
+				select {
+				case sh.chunks <- chunk{(*bp)[:n], seq}:
+				case <-sh.closing:
+					return true // close waits for this RawRead to end
+				}
+				bp = sh.pool.Get().(*[]byte)
+			}
+			switch rerr {
+			case nil, unix.EINTR: // b filled up, or a signal: more may be there
+			case unix.EAGAIN:
+				return false // empty: wait for the next edge
+			default:
+				return true // closed, or an error
+			}
 		}
-		if err != nil || rerr != nil || n == 0 {
-			return
-		}
-	}
+	})
+	sh.pool.Put(bp)
 }
 
 // readOnce reads the master without blocking until b is full or nothing
 // more is there, and numbers what it read as one, all under rmu: sync
 // reads the master too, and orders its reads against chunks by their
 // numbers, so no read of its may fall between two that make one chunk.
+// err is what ended the reading (EAGAIN: the master was empty then; io.EOF
+// for a read of nothing), nil when b filled up.
 func (sh *shell) readOnce(fd int, b []byte) (int, uint64, error) {
 	sh.rmu.Lock()
 	defer sh.rmu.Unlock()
@@ -288,13 +304,16 @@ func (sh *shell) readOnce(fd int, b []byte) (int, uint64, error) {
 		var m int
 		m, err = unix.Read(fd, b[n:])
 		if m <= 0 {
+			if err == nil {
+				err = io.EOF
+			}
 			break
 		}
 		n += m
 	}
 	if n > 0 {
 		sh.seq++
-		return n, sh.seq, nil
+		return n, sh.seq, err
 	}
 	return 0, sh.seq, err
 }
@@ -866,9 +885,9 @@ func (sh *shell) close(grace time.Duration) {
 		<-sh.exited
 	}
 	killSession(sh.leader)
+	sh.stopOnce.Do(func() { close(sh.closing) }) // the reader's hand-over no longer waits: Close waits for its RawRead
 	sh.master.Close()
 	sh.slave.Close()
-	// Drain so the reader can finish its last send.
 	for c := range sh.chunks {
 		sh.release(c.b)
 	}

@@ -1090,12 +1090,15 @@ func (t *Terminal) sync() error {
 				return err
 			}
 		}
-		if n == 0 || rerr != nil {
+		if n == 0 {
 			return nil
 		}
 		t.lastSeq = seq
 		if err := t.feed((*bp)[:n]); err != nil {
 			return err
+		}
+		if rerr != nil && rerr != syscall.EINTR {
+			return nil // the read that ended it found the master empty (or closed)
 		}
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/harnessd/harnessd/core/event"
 	"github.com/harnessd/harnessd/core/terminal/clean"
 )
@@ -1360,6 +1362,42 @@ func (t *Terminal) isDone(v procView) bool {
 	return done
 }
 
+// promptWait bounds how long doneSoon keeps looking while bash runs on
+// after a prompt marker, and promptNap is its pause between looks.
+const (
+	promptWait = 500 * time.Microsecond
+	promptNap  = 20 * time.Microsecond
+)
+
+// doneSoon is isDone after a prompt marker arrived. bash prints its prompt
+// a moment before it reads, a moment that grows when bash waits for a CPU:
+// while a look finds bash in the foreground and running (in no syscall, so
+// on its way to its read), it looks again after a nap of promptNap, up to
+// promptWait. The poll timer would fire after a millisecond however short
+// it is set (the netpoller sleeps in whole milliseconds), and that wait was
+// the p99 of a `true`. The nap is a nanosleep of this thread, not a Go
+// timer, and leaves the CPU to bash.
+func (t *Terminal) doneSoon() bool {
+	var end time.Time
+	for {
+		v := t.sh.look()
+		if t.isDone(v) {
+			return true
+		}
+		if !v.fg || v.nr != -1 || v.state == 'T' {
+			return false
+		}
+		now := time.Now()
+		if end.IsZero() {
+			end = now.Add(promptWait)
+		} else if now.After(end) {
+			return false
+		}
+		nap := unix.NsecToTimespec(int64(promptNap))
+		_ = unix.Nanosleep(&nap, nil)
+	}
+}
+
 // wait reads output until the command is over, the call's time is up, or
 // the hard deadline passes.
 func (t *Terminal) wait(ctx context.Context, k *call) (Result, error) {
@@ -1390,7 +1428,7 @@ func (t *Terminal) wait(ctx context.Context, k *call) (Result, error) {
 				// bash prints its prompt a moment before it reads:
 				// look now, then again soon.
 				t.cs.marked = false
-				if t.isDone(sh.look()) {
+				if t.doneSoon() {
 					return t.complete(ctx, k)
 				}
 				delay = 50 * time.Microsecond

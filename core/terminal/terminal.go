@@ -332,6 +332,7 @@ type cmdState struct {
 	stray  bytes.Buffer
 	tries  int  // file: how often it was handed over again after bash did not read it
 	seen   bool // a prompt marker arrived after the line was typed
+	napped bool // doneSoon waited for bash to reach its read once already
 }
 
 // fresh is the prompt that ends the command: the last marker with the
@@ -1363,7 +1364,8 @@ func (t *Terminal) isDone(v procView) bool {
 }
 
 // promptWait bounds how long doneSoon keeps looking while bash runs on
-// after a prompt marker, and promptNap is its pause between looks.
+// after a prompt marker, once per command, and promptNap is its pause
+// between looks.
 const (
 	promptWait = 500 * time.Microsecond
 	promptNap  = 20 * time.Microsecond
@@ -1376,7 +1378,9 @@ const (
 // promptWait. The poll timer would fire after a millisecond however short
 // it is set (the netpoller sleeps in whole milliseconds), and that wait was
 // the p99 of a `true`. The nap is a nanosleep of this thread, not a Go
-// timer, and leaves the CPU to bash.
+// timer, and leaves the CPU to bash. It naps for one marker per command:
+// a command that prints forged markers from a loop in bash itself (which
+// runs in no syscall either) costs the poll's wait, not naps, per chunk.
 func (t *Terminal) doneSoon() bool {
 	var end time.Time
 	for {
@@ -1384,13 +1388,14 @@ func (t *Terminal) doneSoon() bool {
 		if t.isDone(v) {
 			return true
 		}
-		if !v.fg || v.nr != -1 || v.state == 'T' {
+		if t.cs.napped || !v.fg || v.nr != -1 || v.state == 'T' {
 			return false
 		}
 		now := time.Now()
 		if end.IsZero() {
 			end = now.Add(promptWait)
 		} else if now.After(end) {
+			t.cs.napped = true
 			return false
 		}
 		nap := unix.NsecToTimespec(int64(promptNap))

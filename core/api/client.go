@@ -45,8 +45,9 @@ func (e *NotRunningError) Unwrap() []error { return []error{ErrNotRunning, e.Err
 // Client speaks the API over a unix socket. It is safe for concurrent use.
 type Client struct {
 	socket string
-	hc     *http.Client // the event streams
+	hc     *http.Client // the event streams, and everything for a client of no socket (in-process)
 	pool   connPool     // everything else (exchange.go)
+	direct bool         // the client dials socket itself (NewClient)
 }
 
 // NewClient returns a client for the daemon listening at socket.
@@ -60,7 +61,7 @@ func NewClient(socket string) *Client {
 		MaxIdleConnsPerHost: 64,
 		DisableCompression:  true,
 	}
-	return &Client{socket: socket, hc: &http.Client{Transport: tr}}
+	return &Client{socket: socket, hc: &http.Client{Transport: tr}, direct: true}
 }
 
 // Socket is the socket path the client dials.

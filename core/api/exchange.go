@@ -107,6 +107,20 @@ func (c *Client) exchange(ctx context.Context, method, path string, body []byte)
 	if err := ctx.Err(); err != nil {
 		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
+	if !c.direct {
+		// A client over another transport (the MCP endpoint's in-process
+		// one) has no socket to dial: its Transport carries everything.
+		resp, err := c.send(ctx, method, path, body)
+		if err != nil {
+			return 0, nil, err // an error status too, as statusError
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		return resp.StatusCode, data, nil
+	}
 	for {
 		cc, reused, err := c.getConn(ctx)
 		if err != nil {

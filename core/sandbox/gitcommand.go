@@ -189,8 +189,8 @@ var wrappers = map[string]bool{"env": true, "exec": true, "command": true, "buil
 	"{": true, "!": true, "if": true, "then": true, "else": true, "elif": true, "do": true, "while": true, "until": true}
 
 // wrapperArg are wrapper options that take an argument.
-var wrapperArg = map[string]bool{"-a": true, "-n": true, "-k": true, "-s": true, "-u": true, "-C": true, "-S": false,
-	"-c": true, "-p": false, "-I": true, "-d": true, "-L": true, "-P": true, "-E": true, "-w": true}
+var wrapperArg = map[string]bool{"-a": true, "-n": true, "-k": true, "-s": true, "-u": true, "-C": true,
+	"-c": true, "-I": true, "-d": true, "-L": true, "-P": true, "-E": true, "-w": true}
 
 // shells run a -c option's text as a command.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true}

@@ -36,8 +36,10 @@ func init() {
 // systemGitConfig is git's system-wide config (Debian's git: prefix /usr).
 var systemGitConfig = "/etc/gitconfig"
 
-// maxHostConfigs bounds the configs hostGitRefs reads, includes and all.
-const maxHostConfigs = 32
+// maxHostConfigs bounds the configs hostGitRefs reads, includes and
+// all, and the repositories it reads them for (a repository an agent
+// makes is not the user's, so cannot take a place).
+const maxHostConfigs = 256
 
 // hostGitRefs returns what the host's git configs for the user uid name
 // that is, or may be, in the workspace ws (a real path): paths relative
@@ -109,10 +111,13 @@ type hostConfigs struct {
 // those inside). top is the worktree its relative hooks and programs are
 // relative to: "" for every repository's.
 func (h *hostConfigs) read(p, top string, depth int) {
-	if depth > maxIncludeDepth || h.seen[p] || len(h.seen) >= maxHostConfigs {
+	// Once per worktree: a config two repositories share names paths in
+	// each one's.
+	key := p + "\x00" + top
+	if depth > maxIncludeDepth || h.seen[key] || len(h.seen) >= maxHostConfigs {
 		return
 	}
-	h.seen[p] = true
+	h.seen[key] = true
 	var f *os.File
 	var err error
 	if rp := realPath(p); within(rp, h.ws) {

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "00dea52dd931757c45eaa1d24d2e26c1504b4fc1fe89839d427d6026738a0116",
-	"arm64": "ccd2a319cdcff3f4349e254191e64015ecf3a21a3e3dde6984b87eee7818fff0",
+	"amd64": "5f1264d48604012e06b5f8a8888264fcfe5e5159ab68d339f4a20d262e05e763",
+	"arm64": "42c148c0feabec94af407324234147cf6e48619003a6a76ce94f849441083ffd",
 }

@@ -207,15 +207,20 @@ func TestRed18MissedCommandKeys(t *testing.T) {
 		{"guitool.<name>.cmd", "[guitool \"g\"]\n\tcmd = ./gui.sh\n", "./gui.sh"},
 		{"lfs.customtransfer.<name>.path", "[lfs \"customtransfer.x\"]\n\tpath = ./xfer.sh\n", "./xfer.sh"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			for _, r := range configPaths(c.text) {
-				if strings.TrimPrefix(r.Path, "./") == strings.TrimPrefix(c.want, "./") {
-					return
-				}
-			}
-			t.Errorf("%s = %s is not named: %+v", c.name, c.want, configPaths(c.text))
-		})
+		wantNamed(t, c.name, c.text, c.want)
 	}
+}
+
+// wantNamed checks that configPaths finds want in the config text.
+func wantNamed(t *testing.T, name, text, want string) {
+	t.Run(name, func(t *testing.T) {
+		for _, r := range configPaths(text) {
+			if strings.TrimPrefix(r.Path, "./") == strings.TrimPrefix(want, "./") {
+				return
+			}
+		}
+		t.Errorf("%s = %s is not named: %+v", name, want, configPaths(text))
+	})
 }
 
 // TestRed18InitTemplateDir: the user's global `init.templateDir`, a

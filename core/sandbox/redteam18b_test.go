@@ -127,14 +127,7 @@ func TestRed18bMissedCommandKeys(t *testing.T) {
 		{"svn.authorsProg", "[svn]\n\tauthorsProg = ./authors.sh\n", "./authors.sh"},
 		{"instaweb.httpd", "[instaweb]\n\thttpd = ./httpd.sh\n", "./httpd.sh"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			for _, r := range configPaths(c.text) {
-				if strings.TrimPrefix(r.Path, "./") == strings.TrimPrefix(c.want, "./") {
-					return
-				}
-			}
-			t.Errorf("%s = %s is not named: %+v", c.name, c.want, configPaths(c.text))
-		})
+		wantNamed(t, c.name, c.text, c.want)
 	}
 }
 

@@ -65,12 +65,25 @@ func commandPathsInto(v string, out *[]string, depth int) {
 				commandPathsInto(args[j+1].text, out, depth+1) // env -S 'prog args'
 			}
 		}
+		// env -C DIR, env --chdir=DIR: the program runs from DIR.
+		env := false
+		for j := 0; j < len(args); j++ {
+			w := args[j].text
+			switch {
+			case path.Base(w) == "env":
+				env = true
+			case env && (w == "-C" || w == "--chdir") && j+1 < len(args) && !args[j+1].unknown:
+				dir = at(args[j+1].text)
+			case env && strings.HasPrefix(w, "--chdir=") && !args[j].unknown:
+				dir = at(strings.TrimPrefix(w, "--chdir="))
+			}
+		}
 		i := skipWrappers(args)
 		if i == len(args) || args[i].unknown {
 			continue
 		}
 		prog := args[i].text
-		if prog == "cd" {
+		if prog == "cd" || prog == "pushd" {
 			if i+1 < len(args) && !args[i+1].unknown && !strings.HasPrefix(args[i+1].text, "-") {
 				dir = at(args[i+1].text)
 			} else {
@@ -127,6 +140,8 @@ func skipWrappers(words []shellWord) int {
 		switch {
 		case w == "" || assignment(w):
 			i++
+		case w == "function":
+			i += 2 // function NAME { ...
 		case wrappers[path.Base(w)]:
 			i++
 			for i < len(words) {
@@ -185,7 +200,7 @@ func commandPath(v string) (string, bool) {
 // precede one).
 var wrappers = map[string]bool{"env": true, "exec": true, "command": true, "builtin": true, "nice": true, "nohup": true,
 	"time": true, "timeout": true, "xargs": true, "stdbuf": true, "setsid": true, "flock": true, "ionice": true,
-	"chrt": true, "taskset": true, "unbuffer": true, "busybox": true, "sudo": true, "doas": true, "eval": true,
+	"chrt": true, "taskset": true, "unbuffer": true, "busybox": true, "sudo": true, "doas": true, "eval": true, "coproc": true,
 	"{": true, "!": true, "if": true, "then": true, "else": true, "elif": true, "do": true, "while": true, "until": true}
 
 // wrapperArg are wrapper options that take an argument.
@@ -334,6 +349,8 @@ func shellCommands(s string) (cmds [][]shellWord, subs []string) {
 			endWord()
 		case strings.IndexByte(";&|()\n", c) >= 0:
 			endCmd()
+		case (c == '<' || c == '>') && i+1 < len(s) && s[i+1] == '(':
+			i = substitution(i) // <(cmd), >(cmd): a process substitution runs cmd
 		case c == '<' || c == '>':
 			if inWord && redirect == 0 && numeric(b.String()) {
 				b.Reset() // 2>file: the descriptor, no word

@@ -204,7 +204,7 @@ func reposAround(ws string, uid int) []repoAround {
 		if syscall.Lstat(g, &st) == nil && int(st.Uid) == uid {
 			switch st.Mode & syscall.S_IFMT {
 			case syscall.S_IFDIR:
-				if dir != ws { // the init reads a .git in the workspace
+				if dir != ws && hasHead(g) { // the init reads a .git in the workspace
 					out = append(out, repoAround{dir, g})
 				}
 			case syscall.S_IFREG:
@@ -213,7 +213,7 @@ func reposAround(ws string, uid int) []repoAround {
 					if !filepath.IsAbs(target) {
 						target = filepath.Join(dir, target)
 					}
-					if target = realPath(filepath.Clean(target)); !within(target, ws) {
+					if target = realPath(filepath.Clean(target)); !within(target, ws) && hasHead(target) {
 						out = append(out, repoAround{dir, target})
 					}
 				}
@@ -252,7 +252,9 @@ func reposWithin(ws string, uid, limit int) []repoAround {
 		top := filepath.Dir(p)
 		switch {
 		case de.IsDir():
-			out = append(out, repoAround{top, p})
+			if hasHead(p) {
+				out = append(out, repoAround{top, p})
+			}
 			return fs.SkipDir
 		case de.Type().IsRegular():
 			line, err := readLine(p)
@@ -260,18 +262,32 @@ func reposWithin(ws string, uid, limit int) []repoAround {
 				if !filepath.IsAbs(target) {
 					target = filepath.Join(top, target)
 				}
-				if target = realPath(filepath.Clean(target)); !within(target, ws) {
+				if target = realPath(filepath.Clean(target)); !within(target, ws) && hasHead(target) {
 					out = append(out, repoAround{top, target})
 				}
 			}
 		case de.Type()&fs.ModeSymlink != 0:
-			if target := realPath(p); !within(target, ws) {
+			if target := realPath(p); !within(target, ws) && hasHead(target) {
 				out = append(out, repoAround{top, target})
 			}
 		}
 		return nil
 	})
 	return out
+}
+
+// hasHead reports whether the git directory gitdir has a HEAD (a file,
+// or a symbolic ref's link), without which git takes it for no
+// repository. A directory of the user's that an agent renamed to .git
+// has none (the guard's HEAD rule refuses it one), and what it holds is
+// the agent's: the daemon must read nothing of it.
+func hasHead(gitdir string) bool {
+	var st syscall.Stat_t
+	if syscall.Lstat(filepath.Join(gitdir, "HEAD"), &st) != nil {
+		return false
+	}
+	t := st.Mode & syscall.S_IFMT
+	return t == syscall.S_IFREG || t == syscall.S_IFLNK
 }
 
 func skipDir(de fs.DirEntry) error {

@@ -61,6 +61,7 @@ func TestHostGitRefs(t *testing.T) {
 	os.MkdirAll(ws, 0o755)
 	os.MkdirAll(filepath.Join(outer, ".git"), 0o755)
 	os.Chown(filepath.Join(outer, ".git"), 4242, 4242) // the user's: a repository of another's is passed over
+	writeAs(t, 0, filepath.Join(outer, ".git/HEAD"), "ref: refs/heads/main\n", 0o644)
 	writeAs(t, 0, filepath.Join(home, ".gitconfig"), "[core]\n\thooksPath = .githooks\n[include]\n\tpath = more.inc\n\tpath = "+ws+"/in-ws.inc\n[includeIf \"gitdir:~/w/\"]\n\tpath = ~/.config/w.inc\n", 0o644)
 	writeAs(t, 0, filepath.Join(home, "more.inc"), "[filter \"x\"]\n\tclean = sh tools/clean.sh\n[include]\n\tpath = .gitconfig\n", 0o644)
 	writeAs(t, 0, filepath.Join(home, ".config/w.inc"), "[core]\n\thooksPath = ~/hooks\n\tsshCommand = ~/x/ssh\n", 0o644)

@@ -413,6 +413,7 @@ func TestRed18EnclosingLinkedWorktree(t *testing.T) {
 	os.MkdirAll(ws, 0o755)
 	writeAs(t, 0, filepath.Join(main, ".git/config"), "[core]\n\thooksPath = sub/hooks\n", 0o644)
 	writeAs(t, 0, filepath.Join(main, ".git/worktrees/wt/commondir"), "../..\n", 0o644)
+	writeAs(t, 0, filepath.Join(main, ".git/worktrees/wt/HEAD"), "ref: refs/heads/wt\n", 0o644)
 	writeAs(t, 4242, filepath.Join(wt, ".git"), "gitdir: ../main/.git/worktrees/wt\n", 0o644)
 	got := hostGitRefs(ws, 4242)
 	if len(got) != 1 || got[0].Path != ws+"/hooks" {

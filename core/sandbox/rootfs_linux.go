@@ -486,12 +486,16 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 		if (r.Stray || r.Half) && !cfg.PinStray {
 			continue
 		}
-		if k >= len(cfg.Repos) && !r.Stray && !r.Half && !ownRepo(src, r) {
+		if k >= len(cfg.Repos) && !r.Stray && !r.Half && (!ownRepo(src, r) || !r.File && !headAt(src, r.Path)) {
 			// Not the sandbox's user's (one an agent made in a directory
 			// of the user's, handed to the dedicated uid, or another
 			// user's): git on the host does not trust it, so it needs no
 			// pins, and an agent's thousands of them would otherwise cost
-			// every later start its bind mounts.
+			// every later start its bind mounts. Nor a .git with no HEAD,
+			// which git takes for no repository: a directory of the
+			// user's the agent renamed to .git (the HEAD rule refuses it
+			// a HEAD), whose config is the agent's and could name a path
+			// no pin can be made on, failing every later start.
 			continue
 		}
 		if err := protectRepo(src, ws, r, cfg, pinned, &strays, &note); err != nil {
@@ -538,6 +542,17 @@ func ownRepo(src int, r Repo) bool {
 		return true // let the pin find what is wrong
 	}
 	return int(st.Uid) == os.Getuid()
+}
+
+// headAt reports whether the git directory gitdir beneath src has a HEAD
+// (a file, or a symbolic ref's link).
+func headAt(src int, gitdir string) bool {
+	var st unix.Stat_t
+	if unix.Fstatat(src, path.Join(gitdir, "HEAD"), &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	t := st.Mode & unix.S_IFMT
+	return t == unix.S_IFREG || t == unix.S_IFLNK
 }
 
 // linkInNotOurs reports whether err, from pinning repository r, is a

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "5f1264d48604012e06b5f8a8888264fcfe5e5159ab68d339f4a20d262e05e763",
-	"arm64": "42c148c0feabec94af407324234147cf6e48619003a6a76ce94f849441083ffd",
+	"amd64": "7703fe9a00324ab5f63ad014850bffe72544df1aef3f187fce07c51e9ddcf1a5",
+	"arm64": "0f9eb003f846a8f0e70e85a64bd7cc486c2daddf8812105fddd2751b97acbd48",
 }

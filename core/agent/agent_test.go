@@ -607,3 +607,43 @@ func TestShutdown(t *testing.T) {
 	noStrays(t, mark)
 	_ = syscall.Getpid
 }
+
+// TestRunSettledWhenEndedSeen: a client that sees run_ended on the event
+// stream and asks for the run at once gets the ended run (its reason and
+// run_ended's seq), not the running one: the demo's CI run asked in the
+// moment between the event's commit and the run's Info (it read no
+// reason, and waited for no later event). The moment is widened to 50 ms
+// here (agent.SetSettleDelay).
+func TestRunSettledWhenEndedSeen(t *testing.T) {
+	agent.SetSettleDelay(t, 50*time.Millisecond)
+	cfg, mark := testConfig(t)
+	script(t, &cfg, "scripted", `{"reply": "<finish>done</finish>"}`)
+	td := startDaemon(t, cfg, mark)
+	sid := newSession(t, td)
+	stop := errors.New("seen")
+	for i := range 3 {
+		run, err := td.cl.StartRun(context.Background(), sid, agent.Request{Agent: "scripted", Task: "finish"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got agent.Info
+		var seq uint64
+		err = td.cl.Events(context.Background(), sid, run.StartSeq, true, func(ev event.Event) error {
+			if e, ok := ev.Payload.(agent.RunEnded); ok && e.Run == run.ID {
+				seq = ev.Seq
+				var err error
+				if got, err = td.cl.Run(context.Background(), run.ID); err != nil {
+					return err
+				}
+				return stop
+			}
+			return nil
+		})
+		if !errors.Is(err, stop) {
+			t.Fatal(err)
+		}
+		if got.State != agent.StateEnded || got.Reason != agent.ReasonFinished || got.EndSeq != seq {
+			t.Fatalf("run %d: asked as run_ended (seq %d) arrived: %+v", i, seq, got)
+		}
+	}
+}

@@ -265,6 +265,7 @@ func (c *Controller) prepare(base context.Context, session string, req Request, 
 		task:    req.Task,
 		limits:  req.Limits.Or(def),
 		done:    make(chan struct{}),
+		settled: make(chan struct{}),
 		outputs: map[string]bool{},
 	}
 	if parent != nil {
@@ -284,7 +285,7 @@ func (c *Controller) Get(ctx context.Context, id string) (Info, error) {
 	r := c.runs[id]
 	c.mu.Unlock()
 	if r != nil {
-		return r.snapshot(), nil
+		return r.settledSnapshot(ctx), nil
 	}
 	if c.opts.Runs == nil {
 		return Info{}, fmt.Errorf("%w: %s", ErrNotFound, id)

@@ -39,6 +39,13 @@ type run struct {
 	// waiting (save); only the run's own goroutine touches it.
 	saving <-chan error
 
+	// finishing is set as finish begins to record run_ended, and settled
+	// closed once the run's Info says how it ended: a client that saw
+	// run_ended on the event stream and asks for the run at once gets the
+	// ended run, not the running one (settledSnapshot).
+	finishing atomic.Bool
+	settled   chan struct{}
+
 	mu      sync.Mutex
 	info    Info
 	outputs map[string]bool // output ids seen in the session's events
@@ -52,6 +59,22 @@ func (r *run) snapshot() Info {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.info
+}
+
+// settleDelay widens, for tests, the moment between run_ended's commit
+// and the run's Info saying it ended.
+var settleDelay time.Duration
+
+// settledSnapshot is snapshot, once a run that is finishing has settled
+// (or ctx ends).
+func (r *run) settledSnapshot(ctx context.Context) Info {
+	if r.finishing.Load() {
+		select {
+		case <-r.settled:
+		case <-ctx.Done():
+		}
+	}
+	return r.snapshot()
 }
 
 // begin records run_started.
@@ -83,6 +106,7 @@ type outcome struct {
 func (r *run) finish(o outcome) {
 	defer close(r.done)
 	defer r.cancelWall()
+	r.finishing.Store(true)
 	r.cancel(stopCause{o.reason})
 	info := r.snapshot()
 	end := RunEnded{Run: r.id, Parent: r.parent, Reason: o.reason, Message: o.message, Steps: info.Steps,
@@ -98,6 +122,9 @@ func (r *run) finish(o outcome) {
 	if err != nil {
 		r.log.Warn("run_ended not recorded", "err", err)
 	}
+	if settleDelay > 0 {
+		time.Sleep(settleDelay)
+	}
 	// The session is free for another run before anyone can see this
 	// one ended (a client that polls Get starts the next at once).
 	r.c.ended(r)
@@ -105,6 +132,7 @@ func (r *run) finish(o outcome) {
 	r.info.State, r.info.Reason, r.info.Message, r.info.Error = StateEnded, end.Reason, end.Message, end.Error
 	r.info.EndSeq, r.info.Ended = ev.Seq, time.Now().UTC()
 	r.mu.Unlock()
+	close(r.settled)
 	r.save(ctx, true)
 	r.log.Info("run ended", "reason", end.Reason, "steps", end.Steps, "tokens", end.Tokens, "cost", end.Cost, "err", end.Error)
 }

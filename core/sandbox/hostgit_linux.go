@@ -28,9 +28,7 @@ import (
 // init what they name (initConfig.HostGit).
 
 func init() {
-	readHostGit = func(ws string, uid int) ([]configRef, string) {
-		return hostGitRefs(ws, uid), realPath(userHome(uid))
-	}
+	readHostGit = hostGitRefs
 }
 
 // systemGitConfig is git's system-wide config (Debian's git: prefix /usr).
@@ -44,9 +42,9 @@ const maxHostConfigs = 256
 // hostGitRefs returns what the host's git configs for the user uid name
 // that is, or may be, in the workspace ws (a real path): paths relative
 // to a worktree (hooks directories and programs), and absolute paths in
-// ws. Unreadable configs are passed over: git reads none either, or
+// ws; and the user's home, as a real path (initConfig.Home). Unreadable configs are passed over: git reads none either, or
 // reads them as a user the daemon cannot be.
-func hostGitRefs(ws string, uid int) []configRef {
+func hostGitRefs(ws string, uid int) (refs []configRef, home string) {
 	h := hostConfigs{ws: ws, seen: map[string]bool{}, home: realPath(userHome(uid))}
 	// The configs git reads wherever it runs (XDG_CONFIG_HOME is the
 	// user's shell's, unknown here: its default is taken).
@@ -79,14 +77,13 @@ func hostGitRefs(ws string, uid int) []configRef {
 		}
 	}
 	seen := map[configRef]bool{}
-	var out []configRef
 	for _, r := range append(global, h.refs...) {
 		if !seen[r] {
 			seen[r] = true
-			out = append(out, r)
+			refs = append(refs, r)
 		}
 	}
-	return out
+	return refs, h.home
 }
 
 // userHome is the home directory of the user uid, or "" (a variable for
@@ -134,10 +131,7 @@ func (h *hostConfigs) read(p, top string, depth int) {
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return
-	}
+	defer f.Close() // a regular file: both openers check
 	text, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	if err != nil {
 		return
@@ -208,14 +202,8 @@ func reposAround(ws string, uid int) []repoAround {
 					out = append(out, repoAround{dir, g})
 				}
 			case syscall.S_IFREG:
-				line, err := readLine(g)
-				if target, ok := strings.CutPrefix(line, "gitdir: "); err == nil && ok {
-					if !filepath.IsAbs(target) {
-						target = filepath.Join(dir, target)
-					}
-					if target = realPath(filepath.Clean(target)); !within(target, ws) && hasHead(target) {
-						out = append(out, repoAround{dir, target})
-					}
+				if target := gitdirOutside(g, ws); target != "" {
+					out = append(out, repoAround{dir, target})
 				}
 			}
 		}
@@ -257,14 +245,8 @@ func reposWithin(ws string, uid, limit int) []repoAround {
 			}
 			return fs.SkipDir
 		case de.Type().IsRegular():
-			line, err := readLine(p)
-			if target, ok := strings.CutPrefix(line, "gitdir: "); err == nil && ok {
-				if !filepath.IsAbs(target) {
-					target = filepath.Join(top, target)
-				}
-				if target = realPath(filepath.Clean(target)); !within(target, ws) && hasHead(target) {
-					out = append(out, repoAround{top, target})
-				}
+			if target := gitdirOutside(p, ws); target != "" {
+				out = append(out, repoAround{top, target})
 			}
 		case de.Type()&fs.ModeSymlink != 0:
 			if target := realPath(p); !within(target, ws) && hasHead(target) {
@@ -281,13 +263,24 @@ func reposWithin(ws string, uid, limit int) []repoAround {
 // repository. A directory of the user's that an agent renamed to .git
 // has none (the guard's HEAD rule refuses it one), and what it holds is
 // the agent's: the daemon must read nothing of it.
-func hasHead(gitdir string) bool {
-	var st syscall.Stat_t
-	if syscall.Lstat(filepath.Join(gitdir, "HEAD"), &st) != nil {
-		return false
+func hasHead(gitdir string) bool { return headAt(unix.AT_FDCWD, gitdir) }
+
+// gitdirOutside is the real path of the git directory the .git file at
+// dotgit names ("gitdir: X", X relative to the file's directory), where
+// that lies outside the workspace ws and has a HEAD; else "".
+func gitdirOutside(dotgit, ws string) string {
+	line, err := readLine(dotgit)
+	target, ok := strings.CutPrefix(line, "gitdir: ")
+	if err != nil || !ok {
+		return ""
 	}
-	t := st.Mode & syscall.S_IFMT
-	return t == syscall.S_IFREG || t == syscall.S_IFLNK
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(dotgit), target)
+	}
+	if target = realPath(filepath.Clean(target)); within(target, ws) || !hasHead(target) {
+		return ""
+	}
+	return target
 }
 
 func skipDir(de fs.DirEntry) error {

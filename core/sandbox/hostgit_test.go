@@ -67,7 +67,7 @@ func TestHostGitRefs(t *testing.T) {
 	writeAs(t, 0, filepath.Join(home, ".config/w.inc"), "[core]\n\thooksPath = ~/hooks\n\tsshCommand = ~/x/ssh\n", 0o644)
 	writeAs(t, 0, filepath.Join(home, ".config/git/config"), "[alias]\n\tt = !"+ws+"/t.sh\n", 0o644)
 	writeAs(t, 0, filepath.Join(outer, ".git/config"), "[core]\n\thooksPath = sub/ws/hooks\n\tfsmonitor = ./elsewhere/f\n[include]\n\tpath = ../sub/ws/repo.inc\n", 0o644)
-	got := hostGitRefs(ws, 4242)
+	got, _ := hostGitRefs(ws, 4242)
 	want := []configRef{
 		{Path: ws + "/t.sh", Exec: true},
 		{Path: ".githooks", Hooks: true},
@@ -80,7 +80,7 @@ func TestHostGitRefs(t *testing.T) {
 		t.Errorf("refs:\n got %+v\nwant %+v", got, want)
 	}
 	// With no home and no repository above: nothing.
-	if got := hostGitRefs(t.TempDir(), 4243); len(got) != 0 {
+	if got, _ := hostGitRefs(t.TempDir(), 4243); len(got) != 0 {
 		t.Errorf("no home: %+v", got)
 	}
 }

@@ -142,7 +142,7 @@ func TestRed18SymlinkedHome(t *testing.T) {
 	ws := filepath.Join(real, "proj")
 	os.MkdirAll(ws, 0o755)
 	writeAs(t, 0, filepath.Join(real, ".gitconfig"), "[include]\n\tpath = ~/proj/team.gitconfig\n[core]\n\thooksPath = ~/proj/hooks\n", 0o644)
-	got := hostGitRefs(ws, 4242)
+	got, _ := hostGitRefs(ws, 4242)
 	var in []string
 	for _, r := range got {
 		if within(r.Path, ws) {
@@ -415,7 +415,7 @@ func TestRed18EnclosingLinkedWorktree(t *testing.T) {
 	writeAs(t, 0, filepath.Join(main, ".git/worktrees/wt/commondir"), "../..\n", 0o644)
 	writeAs(t, 0, filepath.Join(main, ".git/worktrees/wt/HEAD"), "ref: refs/heads/wt\n", 0o644)
 	writeAs(t, 4242, filepath.Join(wt, ".git"), "gitdir: ../main/.git/worktrees/wt\n", 0o644)
-	got := hostGitRefs(ws, 4242)
+	got, _ := hostGitRefs(ws, 4242)
 	if len(got) != 1 || got[0].Path != ws+"/hooks" {
 		t.Errorf("refs %+v, want %s/hooks", got, ws)
 	}

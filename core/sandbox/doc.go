@@ -137,6 +137,15 @@
 // tracking fail in that repository; use the global config ($HOME is the
 // workspace) or -c.
 //
+// A lend, for those same repositories in a user's own directory, while a
+// session runs: what the agent writes in their git directories beyond
+// the pins (an operation in progress, an index, a legacy remote, a
+// symlink) is checked only at the session's end (gitstate_linux.go), so
+// until then the guard lends each of their git directories to the
+// dedicated uid as it hands over the agent's (gitlend_linux.go), and the
+// user's git refuses them; it gives them back, as they were, after the
+// end's checks.
+//
 // What neither covers: in a user's own directory without the kernel
 // rule, a repository the agent makes is that user's from its mkdir or
 // rename until the guard's chown (a read of the event, a handle opened,

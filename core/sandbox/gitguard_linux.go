@@ -105,7 +105,10 @@ type gitGuard struct {
 	unarmed bool
 	// noACL is set once the filesystem refused an ACL: the group bits
 	// serve instead.
-	noACL  bool
+	noACL bool
+	// lent are the user's git directories the guard holds lent while
+	// the session runs (gitlend_linux.go).
+	lent   []lent
 	handed int // repositories handed over, for tests and the log
 	// unlogged counts handovers past the first handoverLogLines, logged
 	// as a total at most every handoverLogEvery (lastTotal) and at stop:
@@ -278,13 +281,22 @@ func (g *gitGuard) arm(repos []Repo) {
 	}
 	g.own = repos
 	bases := g.bases
+	sweeper := g.sweeper
 	g.mu.Unlock()
-	if g.record != "" {
+	write := func(lent []lentDir) {
+		if g.record == "" {
+			return
+		}
 		b, _ := json.Marshal(guardRecord{Workspace: g.ws, User: g.user, GID: g.gid, Owner: g.owner, Repos: repos, Bases: bases,
-			Since: g.since, Ruled: g.headRule()})
+			Since: g.since, Ruled: g.headRule(), Lent: lent})
 		if err := os.WriteFile(g.record, b, 0o600); err != nil {
 			g.log.Warn("sandbox git guard: no record for a daemon that dies", "err", err)
 		}
+	}
+	if sweeper {
+		write(nil)
+	} else {
+		g.lendOwn(repos, write)
 	}
 	g.setArmed()
 }
@@ -967,6 +979,7 @@ func (s *nativeSandbox) stopGuard(ctx context.Context) {
 	s.guard.stop(ctx)
 	s.guard.sweepAll()
 	s.guard.asideStates()
+	s.guard.giveBackAll()
 	s.guard.releaseBases()
 	s.guard.closeWs()
 	if s.guard.rule != nil {
@@ -1038,6 +1051,9 @@ type guardRecord struct {
 	// born before Since stays the user's where the rule held.
 	Since time.Time
 	Ruled bool
+	// Lent are the user's git directories the guard lent to the
+	// dedicated uid (gitlend_linux.go), to give back.
+	Lent []lentDir `json:",omitempty"`
 }
 
 // cleanupGuards sweeps the workspace of every sandbox a daemon that died
@@ -1065,6 +1081,7 @@ func (d *Native) cleanupGuards(ctx context.Context) {
 		g.armRecord(r)
 		g.sweepAll()
 		g.asideStates()
+		g.giveBackRecord(r.Lent)
 		g.closeWs()
 		d.opts.Logger.Info("sandbox git guard: swept the workspace of a sandbox an earlier daemon left", "workspace", r.Workspace, "handed_over", g.handed)
 		os.Remove(p)

@@ -156,9 +156,10 @@ func TestGitUserDirMidSession(t *testing.T) {
 }
 
 // TestGitUserDirOwnRepos: the repositories the user had in the directory
-// when the session started stay theirs, trusted by their git and
-// pinned in the sandbox, and a new shell and the session's end leave
-// them so (a linked worktree's .git file too).
+// when the session started stay theirs, pinned in the sandbox, lent to
+// the sandbox's uid while a session runs (their git refuses them then)
+// and trusted by their git again once it has ended, after a new shell
+// too (a linked worktree's .git file too).
 func TestGitUserDirOwnRepos(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
@@ -181,6 +182,18 @@ func TestGitUserDirOwnRepos(t *testing.T) {
 	}
 	b2 := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	b2.must("git config --global user.name agent && git config --global user.email a@example.com && echo 2 >> f && git commit -qam 2")
+	// While a session runs they are lent to the sandbox's uid, and the
+	// user's git refuses them (gitlend_linux.go); at its end they are
+	// theirs again.
+	for _, dir := range []string{".", "vendor/lib", "store.git", "wt"} {
+		if out, err := git(filepath.Join(ws, dir), "rev-parse", "--git-dir"); err == nil || !strings.Contains(out, "dubious ownership") {
+			t.Errorf("the user's own repository %s while a session runs: %v %s", dir, err, out)
+		}
+	}
+	b2.term.Close()
+	if err := b2.sb.Destroy(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	for _, dir := range []string{".", "vendor/lib", "store.git", "wt"} {
 		if out, err := git(filepath.Join(ws, dir), "rev-parse", "--git-dir"); err != nil {
 			t.Errorf("the user's own repository %s is no longer theirs to their git: %s", dir, out)
@@ -625,11 +638,20 @@ func TestGitGuardPending(t *testing.T) {
 		t.Errorf("handed over before arm said which repositories are the user's")
 	}
 	g.arm([]Repo{{Path: "own/.git"}})
-	if o := ownerOf(own); o != userDirOwner {
-		t.Errorf("the user's own repository was handed over (uid %d)", o)
+	// The user's own is lent while the session runs (gitlend_linux.go),
+	// and given back at its end; the agent's stays handed over.
+	if o := ownerOf(own); o != guardOwner {
+		t.Errorf("the user's own repository is uid %d's while the session runs, want %d (lent)", o, guardOwner)
 	}
 	if o := ownerOf(agents); o != guardOwner {
 		t.Errorf("a repository seen before arm is uid %d's after it, want %d", o, guardOwner)
+	}
+	g.giveBackAll()
+	if o := ownerOf(own); o != userDirOwner {
+		t.Errorf("the user's own repository was not given back (uid %d)", o)
+	}
+	if o := ownerOf(agents); o != guardOwner {
+		t.Errorf("the agent's repository was given to the user (uid %d)", o)
 	}
 
 	ws2 := t.TempDir()

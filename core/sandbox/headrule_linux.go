@@ -69,7 +69,7 @@ func startHeadRule(cfg *initConfig, cgroups []int, names []string) error {
 		}
 		return nil
 	}
-	s, err := gitnotify.Start(gitnotify.Rule{Owner: headRuleOwner, Devs: cfg.HeadRule.Devs, Mounts: mounts, GitMounts: gitMounts(cfg)}, join)
+	s, err := gitnotify.Start(gitnotify.Rule{Owner: headRuleOwner, Devs: cfg.HeadRule.Devs, Mounts: mounts, GitMounts: cfg.gitMounts}, join)
 	if err != nil {
 		return initErr("git guard: start the HEAD rule", "", err)
 	}
@@ -142,8 +142,9 @@ func headRuleAvailable() error {
 
 // gitMounts are the mounts at and below the git directories of the
 // repositories the init pinned (Rule.GitMounts): those it found, and
-// those an earlier init found, that are the user's (uid 0 inside; those
-// the guard handed over are no repository the user's git trusts).
+// those an earlier init found, that are the user's (uid 0 inside, or
+// lent: initConfig.Lent; those the guard handed over are no repository
+// the user's git trusts).
 func gitMounts(cfg *initConfig) []uint64 {
 	var dirs []string
 	for _, r := range append(append([]Repo(nil), cfg.Repos...), cfg.found...) {
@@ -152,7 +153,7 @@ func gitMounts(cfg *initConfig) []uint64 {
 		}
 		dir := filepath.Join(cfg.Workdir, r.Path)
 		var st unix.Stat_t
-		if err := unix.Lstat(dir, &st); err != nil || int(st.Uid) != os.Getuid() || slices.Contains(dirs, dir) {
+		if err := unix.Lstat(dir, &st); err != nil || !usersOwn(&st, cfg.Lent) || slices.Contains(dirs, dir) {
 			continue
 		}
 		dirs = append(dirs, dir)

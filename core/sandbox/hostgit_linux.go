@@ -179,6 +179,13 @@ func (h *hostConfigs) add(r configRef, top, dir string) string {
 	return p
 }
 
+// usersRepo reports whether st, a .git, is the user uid's: theirs, or
+// one of theirs the git guard lent to the dedicated uid while another
+// session runs (gitlend_linux.go).
+func usersRepo(st *syscall.Stat_t, uid int) bool {
+	return int(st.Uid) == uid || isLent(st.Dev, st.Ino)
+}
+
 // repoAround is a repository whose worktree holds the workspace.
 type repoAround struct{ top, gitdir string }
 
@@ -195,7 +202,7 @@ func reposAround(ws string, uid int) []repoAround {
 	for dir := ws; ; dir = filepath.Dir(dir) {
 		g := filepath.Join(dir, ".git")
 		var st syscall.Stat_t
-		if syscall.Lstat(g, &st) == nil && int(st.Uid) == uid {
+		if syscall.Lstat(g, &st) == nil && usersRepo(&st, uid) {
 			switch st.Mode & syscall.S_IFMT {
 			case syscall.S_IFDIR:
 				if dir != ws && hasHead(g) { // the init reads a .git in the workspace
@@ -234,7 +241,7 @@ func reposWithin(ws string, uid, limit int) []repoAround {
 			return nil
 		}
 		var st syscall.Stat_t
-		if syscall.Lstat(p, &st) != nil || int(st.Uid) != uid {
+		if syscall.Lstat(p, &st) != nil || !usersRepo(&st, uid) {
 			return skipDir(de)
 		}
 		top := filepath.Dir(p)

@@ -74,6 +74,9 @@ func runInit() int {
 	if err := setup(&cfg); err != nil {
 		return fail(err)
 	}
+	if cfg.HeadRule != nil {
+		cfg.gitMounts = gitMounts(&cfg)
+	}
 	if err := enc.Encode(initMsg{Ready: true, Note: cfg.note, Repos: cfg.found}); err != nil {
 		return initFailed
 	}

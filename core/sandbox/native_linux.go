@@ -576,11 +576,15 @@ type launch struct {
 	child    *os.File   // the init's end, closed here once it has started
 	sources  []*os.File // what the init mounts from, likewise
 	prepared bool       // the init starts inside the group's v2 directory
+	// endFirst ends a guarded sandbox's first init's hold on lends
+	// (beginFirstInit), once it has reported, or never will.
+	endFirst func()
 }
 
 func (l *launch) close() {
 	l.conn.Close()
 	l.closeChild()
+	l.endFirst()
 }
 
 func closeAll(fs []*os.File) {
@@ -827,17 +831,29 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 		}
 		sources = append(sources, f)
 	}
+	endFirst := func() {}
+	if s.guard != nil {
+		// The git directories lent now are the user's, though the init
+		// sees them as the dedicated uid's; none is lent between here
+		// and the first init's report (gitlend_linux.go).
+		if !s.reposKnown {
+			endFirst = beginFirstInit(s.d.opts.StartTimeout)
+		}
+		cfg.Lent = lentIDs()
+	}
 	msg, err := json.Marshal(&cfg)
 	if err != nil {
+		endFirst()
 		closeAll(sources)
 		return fmt.Errorf("sandbox config: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
+		endFirst()
 		closeAll(sources)
 		return os.NewSyscallError("socketpair", err)
 	}
-	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child"), sources: sources}
+	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child"), sources: sources, endFirst: endFirst}
 	if _, err := l.conn.Write(append(msg, '\n')); err != nil {
 		l.close()
 		return fmt.Errorf("send sandbox config: %w", err)
@@ -953,6 +969,7 @@ func (s *nativeSandbox) Started(pid int) error {
 		s.mu.Unlock()
 		return ErrNotPrepared
 	}
+	defer l.endFirst() // its report, if any, has come by the return
 	l.closeChild()
 	defer l.conn.Close()
 	pidfd, err := unix.PidfdOpen(pid, 0)
@@ -1007,6 +1024,7 @@ func (s *nativeSandbox) Started(pid int) error {
 		}
 	}
 	m, err := recv("setup")
+	l.endFirst() // its walk is done: before arm, which may lend
 	if err != nil {
 		return err
 	}

@@ -63,9 +63,18 @@ type initConfig struct {
 	// HeadRule has the init enforce the git guard's HEAD rule
 	// (headrule_linux.go): set where the guard has no kernel rule.
 	HeadRule *headRuleConfig `json:",omitempty"`
+	// Lent are the git directories (device, inode) the git guard has
+	// lent to the dedicated uid while sessions run over them
+	// (gitlend_linux.go): the user's own repositories, though the init
+	// sees another owner.
+	Lent [][2]uint64 `json:",omitempty"`
 
 	note  string // the init's, for the daemon's log (initMsg.Note)
 	found []Repo // the repositories this init found (initMsg.Repos)
+	// gitMounts are the HEAD rule's Rule.GitMounts, found before the
+	// init reports (gitMounts): after, the guard may have lent the git
+	// directories it pinned, which then look like another's.
+	gitMounts []uint64
 }
 
 // Source is a host directory or file the init mounts: a detached clone

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -486,7 +487,7 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 		if (r.Stray || r.Half) && !cfg.PinStray {
 			continue
 		}
-		if k >= len(cfg.Repos) && !r.Stray && !r.Half && (!ownRepo(src, r) || !r.File && !headAt(src, r.Path)) {
+		if k >= len(cfg.Repos) && !r.Stray && !r.Half && (!ownRepo(src, r, cfg.Lent) || !r.File && !headAt(src, r.Path)) {
 			// Not the sandbox's user's (one an agent made in a directory
 			// of the user's, handed to the dedicated uid, or another
 			// user's): git on the host does not trust it, so it needs no
@@ -499,7 +500,7 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 			continue
 		}
 		if err := protectRepo(src, ws, r, cfg, pinned, &strays, &note); err != nil {
-			if !linkInNotOurs(src, r, err) {
+			if !linkInNotOurs(src, r, cfg.Lent, err) {
 				return nil, "", err
 			}
 			// A link in a repository that is not the sandbox's user's
@@ -535,13 +536,20 @@ func protectWorkspace(cfg *initConfig, ws int) ([]Repo, string, error) {
 }
 
 // ownRepo reports whether repository r's git directory (or .git file)
-// is owned by the sandbox's uid, as seen inside.
-func ownRepo(src int, r Repo) bool {
+// is owned by the sandbox's uid, as seen inside, or is one the guard
+// lent (lent: initConfig.Lent).
+func ownRepo(src int, r Repo, lent [][2]uint64) bool {
 	var st unix.Stat_t
 	if unix.Fstatat(src, r.Path, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return true // let the pin find what is wrong
 	}
-	return int(st.Uid) == os.Getuid()
+	return usersOwn(&st, lent)
+}
+
+// usersOwn reports whether st is the sandbox's uid's, as seen inside, or
+// one of the git directories the guard lent (initConfig.Lent).
+func usersOwn(st *unix.Stat_t, lent [][2]uint64) bool {
+	return int(st.Uid) == os.Getuid() || slices.Contains(lent, [2]uint64{st.Dev, st.Ino})
 }
 
 // headAt reports whether the git directory gitdir beneath src has a HEAD
@@ -559,7 +567,7 @@ func headAt(src int, gitdir string) bool {
 // symlink on the way (protectErr's ELOOP or EXDEV) in a repository whose
 // git directory (r.Path: a .git, a bare repository's directory, a .git
 // file) is not owned by the sandbox's uid, as seen inside.
-func linkInNotOurs(src int, r Repo, err error) bool {
+func linkInNotOurs(src int, r Repo, lent [][2]uint64, err error) bool {
 	var ie *InitError
 	if !errors.As(err, &ie) || ie.Op != "protect" {
 		return false
@@ -568,7 +576,7 @@ func linkInNotOurs(src int, r Repo, err error) bool {
 	if e := unix.Fstatat(src, r.Path, &st, unix.AT_SYMLINK_NOFOLLOW); e != nil {
 		return false
 	}
-	return int(st.Uid) != os.Getuid()
+	return !usersOwn(&st, lent)
 }
 
 // protectRepo pins one repository's control files (see protectWorkspace).

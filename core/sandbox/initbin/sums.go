@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "7703fe9a00324ab5f63ad014850bffe72544df1aef3f187fce07c51e9ddcf1a5",
-	"arm64": "0f9eb003f846a8f0e70e85a64bd7cc486c2daddf8812105fddd2751b97acbd48",
+	"amd64": "4ca995e670fb96c7d91cb0f7fe4f44454fe23e72165796aeb0ce8c0c03931c5c",
+	"arm64": "7496fc507d77977b771b5411c8cc35fe2b0941efced75755466a7ec978aee247",
 }

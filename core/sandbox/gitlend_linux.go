@@ -1,0 +1,334 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lending: while a session runs over a directory its user named, the
+// git directories of the user's own repositories there (each .git, and
+// the git directories of its linked worktrees and submodules) are lent
+// to the sandbox's dedicated uid, as the guard hands over a repository
+// the agent makes (handOver: the user keeps their access through an ACL
+// entry, so git inside works), and given back when the session ends,
+// after the end-of-session rules (asideStates) have looked at them.
+//
+// Why: what the agent writes in those git directories (an operation in
+// progress whose to-do list runs commands, an index naming files
+// outside, a legacy remote, a symlink where only the kernel's rule or
+// none holds) is checked only when the session ends. Git on the host
+// checks the owner of the git directory it is about to use
+// (safe.directory, git 2.35.2 and later; libgit2 1.4.3 and later): while
+// it is lent, the user's git and root's refuse the repository as
+// "dubious ownership" and run nothing of it, so there is no window in
+// which the agent's writes are trusted before they are checked. The
+// price is the same advice the README gave before, now enforced: no git
+// of the user's in that repository while a session runs there.
+//
+// Sessions over the same repository share a lend (lentDirs, by inode):
+// the first lends it and records what it was, the last gives it back.
+// Everything that tells the user's repositories by owner also asks
+// isLent (the host configs' reading, and each init, through
+// initConfig.Lent), and lendGate keeps a lend from landing between a
+// first init's config and its walk, which would take the lent
+// repository for someone else's and not pin it. A record in the
+// sandbox's state directory (guardRecord.Lent) has the next daemon give
+// back what one that died had lent.
+
+// lentDir is one git directory a guard lent: where, and what it was.
+type lentDir struct {
+	Path     string // beneath the workspace
+	Dev, Ino uint64
+	UID, GID int
+	Mode     uint32
+	ACL      []byte `json:",omitempty"` // its access ACL, if it had one
+}
+
+// lentShare is a lend and how many live guards hold it.
+type lentShare struct {
+	orig lentDir
+	n    int
+}
+
+var (
+	// lendGate serialises lends.
+	lendGate sync.Mutex
+	// firstInits are the guarded sandboxes' first inits between their
+	// config and their report (beginFirstInit), each until its
+	// deadline at the latest: a lend waits for them.
+	firstInits = struct {
+		sync.Mutex
+		m map[*int]time.Time
+	}{m: map[*int]time.Time{}}
+	lentDirs = struct {
+		sync.Mutex
+		m map[devIno]*lentShare
+	}{m: map[devIno]*lentShare{}}
+)
+
+// beginFirstInit holds lends off (for at most limit) while a guarded
+// sandbox's first init, whose config says what is lent now, walks the
+// workspace: a lend in between would have it take one of the user's
+// repositories for another's, and not pin it. The func it returns ends
+// the hold; it may be called more than once.
+func beginFirstInit(limit time.Duration) func() {
+	tok := new(int)
+	firstInits.Lock()
+	firstInits.m[tok] = time.Now().Add(limit)
+	firstInits.Unlock()
+	return func() {
+		firstInits.Lock()
+		delete(firstInits.m, tok)
+		firstInits.Unlock()
+	}
+}
+
+// waitFirstInits waits until no first init holds lends off.
+func waitFirstInits() {
+	for {
+		firstInits.Lock()
+		busy := false
+		now := time.Now()
+		for tok, until := range firstInits.m {
+			if now.After(until) {
+				delete(firstInits.m, tok)
+				continue
+			}
+			busy = true
+		}
+		firstInits.Unlock()
+		if !busy {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// isLent reports whether dev and ino are a git directory a guard has
+// lent.
+func isLent(dev, ino uint64) bool {
+	lentDirs.Lock()
+	defer lentDirs.Unlock()
+	return lentDirs.m[devIno{dev, ino}] != nil
+}
+
+// lentIDs are the git directories guards have lent (initConfig.Lent).
+func lentIDs() [][2]uint64 {
+	lentDirs.Lock()
+	defer lentDirs.Unlock()
+	ids := make([][2]uint64, 0, len(lentDirs.m))
+	for id := range lentDirs.m {
+		ids = append(ids, [2]uint64{id.dev, id.ino})
+	}
+	return ids
+}
+
+// lent is a guard's hold on one lend: the directory's descriptor
+// (O_PATH), by which it is given back wherever the agent moved it.
+type lent struct {
+	dir lentDir
+	fd  int
+}
+
+// lendOwn lends the git directories of the user's own repositories
+// (repos, as arm was given them) and returns what it lent, for the
+// guard's record, which is written (write) before any owner changes: a
+// daemon that dies after a lend always leaves the record to undo it.
+func (g *gitGuard) lendOwn(repos []Repo, write func(lent []lentDir)) {
+	lendGate.Lock()
+	defer lendGate.Unlock()
+	var mine []lent
+	isNew := map[int]bool{}
+	for _, r := range repos {
+		if r.File || r.Stray || r.Half {
+			// A .git file's git directory is elsewhere: outside the
+			// workspace, where the agent cannot write, or a submodule's
+			// in the superproject's .git, lent with it.
+			continue
+		}
+		eachGitDir(g.wsFd, r.Path, func(dir int, d, _ string) {
+			if l, fresh, ok := g.take(dir, d); ok {
+				isNew[len(mine)] = fresh
+				mine = append(mine, l)
+			}
+		})
+	}
+	recs := make([]lentDir, 0, len(mine))
+	for _, l := range mine {
+		recs = append(recs, l.dir)
+	}
+	write(recs)
+	// A first init that has its config already, but has not walked
+	// yet, takes what is lent from now on for another's.
+	waitFirstInits()
+	held := mine[:0]
+	for i, l := range mine {
+		if isNew[i] {
+			var st unix.Stat_t
+			err := unix.Fstat(l.fd, &st)
+			if err == nil {
+				g.mu.Lock()
+				err = g.handOver(l.fd, &st)
+				g.mu.Unlock()
+			}
+			if err != nil {
+				g.log.Error("sandbox git guard: could not lend a git directory of the user's to the sandbox's uid: their git on the host trusts it while the session runs",
+					"workspace", g.ws, "path", l.dir.Path, "err", err)
+				g.giveBack(l)
+				continue
+			}
+		}
+		held = append(held, l)
+	}
+	g.mu.Lock()
+	g.lent = held
+	g.mu.Unlock()
+	if len(held) > 0 {
+		g.log.Info("sandbox git guard: the user's repositories in the workspace are the sandbox's uid's until the session ends: their git on the host refuses them meanwhile",
+			"workspace", g.ws, "git_dirs", len(held), "uid", g.owner)
+	}
+}
+
+// take joins the lend of the git directory dir (d beneath the
+// workspace), or makes it where the directory is the user's: isNew says
+// its owner is still to change. Not ok: neither (another's).
+func (g *gitGuard) take(dir int, d string) (l lent, isNew, ok bool) {
+	var st unix.Stat_t
+	if unix.Fstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return lent{}, false, false
+	}
+	id := devIno{st.Dev, st.Ino}
+	lentDirs.Lock()
+	defer lentDirs.Unlock()
+	sh := lentDirs.m[id]
+	switch {
+	case sh != nil:
+		sh.n++
+	case int(st.Uid) == g.user:
+		orig := lentDir{Path: d, Dev: st.Dev, Ino: st.Ino, UID: int(st.Uid), GID: int(st.Gid), Mode: st.Mode & 0o7777}
+		if acl, err := getACL(dir); err == nil {
+			orig.ACL = acl
+		} else if !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP) {
+			return lent{}, false, false
+		}
+		sh = &lentShare{orig: orig, n: 1}
+		lentDirs.m[id] = sh
+		isNew = true
+	default:
+		return lent{}, false, false
+	}
+	fd, err := unix.FcntlInt(uintptr(dir), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		if sh.n--; sh.n == 0 {
+			delete(lentDirs.m, id)
+		}
+		return lent{}, false, false
+	}
+	rec := sh.orig
+	rec.Path = d
+	return lent{dir: rec, fd: fd}, isNew, true
+}
+
+// getACL is the access ACL of the inode behind fd.
+func getACL(fd int) ([]byte, error) {
+	proc := fdPath(fd)
+	n, err := unix.Getxattr(proc, "system.posix_acl_access", nil)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	n, err = unix.Getxattr(proc, "system.posix_acl_access", b)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+
+// giveBackAll lets go of every lend the guard holds: the last holder
+// gives the directory back. After asideStates.
+func (g *gitGuard) giveBackAll() {
+	g.mu.Lock()
+	held := g.lent
+	g.lent = nil
+	g.mu.Unlock()
+	for _, l := range held {
+		g.giveBack(l)
+	}
+}
+
+// giveBack lets go of one lend, and gives the directory back if no
+// other guard holds it.
+func (g *gitGuard) giveBack(l lent) {
+	defer unix.Close(l.fd)
+	id := devIno{l.dir.Dev, l.dir.Ino}
+	lentDirs.Lock()
+	defer lentDirs.Unlock()
+	sh := lentDirs.m[id]
+	if sh == nil {
+		return
+	}
+	if sh.n--; sh.n > 0 {
+		return
+	}
+	delete(lentDirs.m, id)
+	if err := g.restore(l.fd, sh.orig); err != nil {
+		g.log.Error("sandbox git guard: could not give a git directory back to the user: their git refuses it as dubious ownership until they take it back (sudo chown)",
+			"workspace", g.ws, "path", l.dir.Path, "uid", sh.orig.UID, "err", err)
+	}
+}
+
+// restore gives the directory behind fd back as orig says it was, if it
+// is still the one lent and still the dedicated uid's (a user who took
+// it back keeps it as they left it).
+func (g *gitGuard) restore(fd int, orig lentDir) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return os.NewSyscallError("fstat", err)
+	}
+	if st.Dev != orig.Dev || st.Ino != orig.Ino || int(st.Uid) != g.owner {
+		return nil
+	}
+	if err := unix.Fchownat(fd, "", orig.UID, orig.GID, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return os.NewSyscallError("fchownat", err)
+	}
+	proc := fdPath(fd)
+	var err error
+	if orig.ACL != nil {
+		err = unix.Setxattr(proc, "system.posix_acl_access", orig.ACL, 0)
+	} else if err = unix.Removexattr(proc, "system.posix_acl_access"); errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP) {
+		err = nil
+	}
+	if err != nil {
+		return &os.PathError{Op: "restore the ACL of", Path: proc, Err: err}
+	}
+	if err := unix.Fchmodat(unix.AT_FDCWD, proc, orig.Mode, 0); err != nil {
+		return &os.PathError{Op: "chmod", Path: proc, Err: err}
+	}
+	return nil
+}
+
+// giveBackRecord gives back what a dead daemon's guard had lent (its
+// record's), where it is still lent: a sweeper's.
+func (g *gitGuard) giveBackRecord(recs []lentDir) {
+	for _, r := range recs {
+		fd, err := openBeneath(g.wsFd, r.Path)
+		if err != nil {
+			g.log.Error("sandbox git guard: a git directory an earlier daemon lent to the sandbox's uid is gone from where it was; the user takes it back with sudo chown",
+				"workspace", g.ws, "path", r.Path, "err", err)
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && (st.Dev != r.Dev || st.Ino != r.Ino) && int(st.Uid) == g.owner {
+			g.log.Error("sandbox git guard: a git directory an earlier daemon lent to the sandbox's uid was replaced; the user takes it back with sudo chown",
+				"workspace", g.ws, "path", r.Path)
+		} else if err := g.restore(fd, r); err != nil {
+			g.log.Error("sandbox git guard: could not give a git directory back to the user: their git refuses it as dubious ownership until they take it back (sudo chown)",
+				"workspace", g.ws, "path", r.Path, "uid", r.UID, "err", err)
+		}
+		unix.Close(fd)
+	}
+}

@@ -30,7 +30,7 @@ var errTooBig = errors.New("too many entries")
 // walked: upload-pack reads none of them. A symlink git itself takes as
 // a symbolic ref (a target in refs/, as old gits wrote HEAD) is not
 // followed, and allowed. A commondir (a linked worktree's gitdir, whose
-// refs and objects are elsewhere) is refused too.
+// refs and objects are elsewhere) is refused too, but for "." (itself).
 //
 // This is a check before the clone, not a lock: an agent of a session
 // still working in the source could plant a link after it (where the
@@ -82,7 +82,10 @@ func checkGitDir(gitDir string) error {
 	}
 	// A commondir makes this a linked worktree's gitdir: git reads the
 	// refs and objects of the directory it names, wherever that is.
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+	// One that names the git directory itself ("."), as the sandbox's
+	// pin of a missing commondir leaves in a repository of the user's
+	// (rootfs_linux.go), names no other: git trims only line ends.
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil && strings.TrimRight(string(b), "\r\n") != "." {
 		return fmt.Errorf("reads its refs and objects from %s (.git/commondir): a linked worktree's git directory, not a repository; name the main repository (an agent's session may have left the file: see the README)", strings.TrimSpace(string(b)))
 	}
 	for _, name := range []string{"alternates", "http-alternates"} {

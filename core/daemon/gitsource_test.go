@@ -43,6 +43,11 @@ func TestCheckGitDir(t *testing.T) {
 			os.WriteFile(filepath.Join(g, "objects/info/alternates"), []byte("\n/else/objects\n"), 0o644)
 		}, "borrows objects from /else/objects"},
 		{"commondir", func(g string) { os.WriteFile(filepath.Join(g, "commondir"), []byte("/else/.git\n"), 0o644) }, "/else/.git (.git/commondir)"},
+		// What a sandbox's pin leaves in a repository of the user's: the
+		// git directory itself, so no other.
+		{"commondir of itself", func(g string) { os.WriteFile(filepath.Join(g, "commondir"), []byte(".\n"), 0o644) }, ""},
+		{"commondir of a space", func(g string) { os.WriteFile(filepath.Join(g, "commondir"), []byte(" .\n"), 0o644) }, "(.git/commondir)"},
+		{"commondir climbing", func(g string) { os.WriteFile(filepath.Join(g, "commondir"), []byte("./..\n"), 0o644) }, "./.. (.git/commondir)"},
 		{"http-alternates", func(g string) {
 			os.WriteFile(filepath.Join(g, "objects/info/http-alternates"), []byte("http://x/\n"), 0o644)
 		}, "http-alternates"},

@@ -1,0 +1,209 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/harnessd/harnessd/core/terminal"
+)
+
+// Red team 19: the lend of the user's git directories (b062f86,
+// gitlend_linux.go).
+
+// red19Repo makes a repository of the user's at dir, with two commits.
+func red19Repo(t *testing.T, git func(string, ...string) (string, error), dir string) {
+	t.Helper()
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, userDirOwner, userDirOwner)
+	for _, c := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "1"}, {"commit", "-q", "--allow-empty", "-m", "2"}} {
+		if out, err := git(dir, c...); err != nil {
+			t.Fatal(out)
+		}
+	}
+}
+
+// TestRed19DestroyDuringLendKeepsItLent: Destroy does not wait for a
+// Started in progress, and lendOwn registers its lend (take) and
+// writes its record before it changes any owner, then waits for other
+// sandboxes' first inits (waitFirstInits, up to StartTimeout each).
+// A session destroyed in that window (the user cancels while the first
+// shell starts; here another guarded sandbox's Prepare, never started,
+// holds lends off) runs stopGuard first: giveBackAll finds g.lent nil,
+// the record is removed; then lendOwn goes on, chowns the user's .git
+// to the dedicated uid and keeps it in g.lent of a guard nobody stops.
+// The user's repository stays the dedicated uid's for good (no record
+// for the next daemon either), and lentDirs keeps its share, so no
+// later session over it gives it back either (lasting DoS).
+func TestRed19DestroyDuringLendKeepsItLent(t *testing.T) {
+	requireRoot(t)
+	state := t.TempDir()
+	d := newDriver(t, NativeOptions{StateDir: state})
+	ws, _, git := userDir(t)
+	red19Repo(t, git, ws)
+	gitdir := filepath.Join(ws, ".git")
+	var st syscall.Stat_t
+	if err := syscall.Stat(gitdir, &st); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another guarded session whose first shell is being prepared: its
+	// first init holds lends off until it reports (or StartTimeout).
+	ws2, _, _ := userDir(t)
+	c, err := d.Create(context.Background(), Spec{Workspace: ws2, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Prepare(exec.Command("/bin/sh")); err != nil {
+		t.Fatal(err)
+	}
+
+	sb, err := d.Create(context.Background(), Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		term, err := terminal.New(context.Background(), termOptions(sb))
+		if err == nil {
+			term.Close()
+		}
+		done <- err
+	}()
+	// Wait for the lend to be taken (it now waits on c's first init).
+	deadline := time.Now().Add(8 * time.Second)
+	for !isLent(st.Dev, st.Ino) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lend was never taken")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The session ends now.
+	if err := sb.Destroy(context.Background()); err != nil {
+		t.Logf("Destroy: %v", err)
+	}
+	// The other session goes away too (its hold ends).
+	c.Destroy(context.Background())
+	select {
+	case err := <-done:
+		t.Logf("the first shell's start: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first shell's start never returned")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := syscall.Stat(gitdir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if int(st.Uid) != userDirOwner {
+		t.Errorf("after the session was destroyed, the user's .git is uid %d's, not the user's (%d)", st.Uid, userDirOwner)
+	}
+	if out, err := git(ws, "status"); err != nil {
+		t.Errorf("the user's git after the session ended: %v\n%s", err, out)
+	}
+	if recs, _ := filepath.Glob(filepath.Join(state, "*", guardRecordName)); len(recs) == 0 && int(st.Uid) != userDirOwner {
+		t.Errorf("and no record is left for the next daemon to give it back")
+	}
+	// A later session over the same directory does not give it back either.
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	b.end()
+	syscall.Stat(gitdir, &st)
+	if int(st.Uid) != userDirOwner {
+		t.Errorf("after a later session ended, the user's .git is still uid %d's", st.Uid)
+	}
+}
+
+// TestRed19GitInsideWithoutSystemConfig: git inside trusts the lent
+// git directories only through the system config the daemon names in
+// GIT_CONFIG_SYSTEM (safe.directory = *). Before the lend, the user's
+// own repository was uid 0's inside, and git worked in it whatever the
+// environment; now a git run with a cleaned environment (env -i, as
+// build tools, sudo-like wrappers and test harnesses do) or with
+// GIT_CONFIG_NOSYSTEM=1 refuses the user's own repository as dubious
+// ownership, in the middle of the agent's work.
+func TestRed19GitInsideWithoutSystemConfig(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red19Repo(t, git, ws)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	for _, cmd := range []string{
+		"env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/workspace git -C /workspace status 2>&1",
+		"GIT_CONFIG_NOSYSTEM=1 git -C /workspace log --oneline 2>&1",
+	} {
+		if code, out := b.run(cmd); code != 0 || strings.Contains(out, "dubious") {
+			t.Errorf("%s: exit %d, in the user's own repository:\n%s", cmd, code, out)
+		}
+	}
+}
+
+// TestRed19LendWidensGroupAccess: handOver builds the lent directory's
+// ACL from its mode bits, taking the group bits for the owning group's
+// entry. On a directory that had an ACL of its own, those bits are the
+// mask, not the group's: a .git with user:4344:rwx, group::r-x (mask
+// rwx) is, while lent, group::rwx (every member of the user's group may
+// create and rename entries in the user's .git: replace config) and
+// 4344's entry is gone. The lend should keep at most the access there
+// was.
+func TestRed19LendWidensGroupAccess(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red19Repo(t, git, ws)
+	gitdir := filepath.Join(ws, ".git")
+	if err := unix.Setxattr(gitdir, "system.posix_acl_access", accessACL(7, 5, 5, 4344), 0); err != nil {
+		t.Skipf("no ACL: %v", err)
+	}
+	t.Logf("before: %v", red19ACL(t, gitdir))
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	b.must("true")
+	during := red19ACL(t, gitdir)
+	t.Logf("while lent: %v", during)
+	if during["group"] != 5 {
+		t.Errorf("while lent, the owning group's entry is %o (it was 5: r-x): its members may write the user's .git", during["group"])
+	}
+	if during["user:4344"] != 7 {
+		t.Errorf("while lent, uid 4344 lost the access its ACL entry gave it: %v", during)
+	}
+	b.end()
+}
+
+// red19ACL decodes the access ACL of p: tag (user:ID, group:ID, or
+// user, group, mask, other for the objects) to permission bits.
+func red19ACL(t *testing.T, p string) map[string]uint16 {
+	t.Helper()
+	b := make([]byte, 512)
+	n, err := unix.Getxattr(p, "system.posix_acl_access", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]uint16{}
+	for i := 4; i+8 <= n; i += 8 {
+		tag := binary.LittleEndian.Uint16(b[i:])
+		perm := binary.LittleEndian.Uint16(b[i+2:])
+		id := binary.LittleEndian.Uint32(b[i+4:])
+		switch tag {
+		case 0x01:
+			m["user"] = perm
+		case 0x02:
+			m[fmt.Sprintf("user:%d", id)] = perm
+		case 0x04:
+			m["group"] = perm
+		case 0x08:
+			m[fmt.Sprintf("group:%d", id)] = perm
+		case 0x10:
+			m["mask"] = perm
+		case 0x20:
+			m["other"] = perm
+		}
+	}
+	return m
+}

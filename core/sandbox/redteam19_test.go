@@ -207,3 +207,76 @@ func red19ACL(t *testing.T, p string) map[string]uint16 {
 	}
 	return m
 }
+
+// TestRed19LendLandsAfterTheHoldExpires (severity 1): a first init
+// holds lends off (beginFirstInit) for StartTimeout from Prepare, but
+// its walk may come as late as StartTimeout after Started (recv's
+// deadline): the time the init's process takes to start (here a pause
+// between Prepare and the process start, as a loaded host gives) is
+// outside the hold. Session B over a directory is prepared (its
+// config's Lent is empty); session A over the same directory starts
+// once B's hold has expired and lends the user's .git; B's init then
+// walks, sees a .git that is the dedicated uid's and not in its Lent
+// (ownRepo false), and pins none of GitControl (config and hooks stay
+// pinned only because Create's host-config read named them). B's agent
+// writes .git/commondir = ../evil, a directory with no HEAD (so no
+// repository to the guard) whose config sets core.fsmonitor. B still
+// joins the lend (take shares by inode whoever's it is), the end's
+// checks do not look at commondir, and the last session to end gives
+// the .git back: the user's next git status reads evil/config and runs
+// the agent's command.
+func TestRed19LendLandsAfterTheHoldExpires(t *testing.T) {
+	requireRoot(t)
+	const limit = 3 * time.Second
+	d := newDriver(t, NativeOptions{StartTimeout: limit})
+	ws, marker, git := userDir(t)
+	red19Repo(t, git, ws)
+	owner := &User{UID: userDirOwner, GID: userDirOwner}
+
+	sbB, err := d.Create(context.Background(), Spec{Workspace: ws, Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sbB.Destroy(context.Background()) })
+	prepared := make(chan struct{})
+	optsB := termOptions(sbB)
+	optsB.Prepare = func(cmd *exec.Cmd) error {
+		err := sbB.Prepare(cmd)
+		close(prepared)
+		time.Sleep(limit + time.Second) // B's init starts late
+		return err
+	}
+	termB := make(chan *terminal.Terminal, 1)
+	go func() {
+		term, err := terminal.New(context.Background(), optsB)
+		if err != nil {
+			t.Errorf("B's start: %v", err)
+		}
+		termB <- term
+	}()
+	<-prepared
+	time.Sleep(limit + 200*time.Millisecond) // B's hold is over
+	a := newBox(t, d, Spec{Workspace: ws, Owner: owner})
+	a.must("true")
+	tb := <-termB
+	if tb == nil {
+		t.Fatal("B did not start")
+	}
+	b := &box{t: t, sb: sbB, term: tb, ws: ws}
+	t.Cleanup(func() { tb.Close() })
+	// What B's init did not pin (commondir: GitControl's; config and
+	// hooks are pinned anyway, by the host configs' refs read at Create).
+	out := b.must(`mkdir -p evil/objects evil/refs/heads && cp .git/refs/heads/main evil/refs/heads/main && cp -r .git/objects/. evil/objects/ &&
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch ` + marker + `/commondir; false"\n' > evil/config && echo ../evil > .git/commondir 2>&1; cat .git/commondir; true`)
+	t.Logf("B's agent: %s", out)
+	a.end()
+	b.end()
+	for _, dir := range []string{ws} {
+		st, _ := git(dir, "status")
+		co, _ := git(dir, "checkout", "-q", "-b", "x")
+		noMarks(t, marker, "the user, after both sessions ended", st+"\n"+co)
+	}
+	if c, err := os.ReadFile(filepath.Join(ws, ".git", "commondir")); err == nil {
+		t.Errorf("the agent of B left the user's .git a commondir: %q", c)
+	}
+}

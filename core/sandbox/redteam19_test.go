@@ -280,3 +280,53 @@ printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch ` + marker +
 		t.Errorf("the agent of B left the user's .git a commondir: %q", c)
 	}
 }
+
+// TestRed19OtherSessionsStartsStarveTheLend (severity 3): lendOwn,
+// inside Started and under Started's StartTimeout deadline, waits
+// (waitFirstInits) until no guarded sandbox anywhere in the daemon is
+// between its first Prepare and its first init's report, each for up to
+// StartTimeout from its Prepare. Other sessions' first shells, in
+// directories that have nothing to do with this one, that keep
+// starting (or a Prepare whose process never started: a failed fork)
+// keep it waiting past its own deadline: the session fails to start.
+// Here two unrelated sessions are prepared 1.5 s apart (StartTimeout
+// 3 s) while a third, over a user's repository, starts.
+func TestRed19OtherSessionsStartsStarveTheLend(t *testing.T) {
+	requireRoot(t)
+	const limit = 3 * time.Second
+	d := newDriver(t, NativeOptions{StartTimeout: limit})
+	owner := &User{UID: userDirOwner, GID: userDirOwner}
+	prepareOther := func() {
+		ws, _, _ := userDir(t)
+		c, err := d.Create(context.Background(), Spec{Workspace: ws, Owner: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Destroy(context.Background()) })
+		if err := c.Prepare(exec.Command("/bin/sh")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, _, git := userDir(t)
+	red19Repo(t, git, ws)
+	sb, err := d.Create(context.Background(), Spec{Workspace: ws, Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Destroy(context.Background()) })
+	prepareOther()
+	time.Sleep(200 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		term, err := terminal.New(context.Background(), termOptions(sb))
+		if err == nil {
+			term.Close()
+		}
+		done <- err
+	}()
+	time.Sleep(limit / 2)
+	prepareOther()
+	if err := <-done; err != nil {
+		t.Errorf("the session over the user's repository failed to start, waiting on unrelated sessions' starts: %v", err)
+	}
+}

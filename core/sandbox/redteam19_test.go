@@ -330,3 +330,35 @@ func TestRed19OtherSessionsStartsStarveTheLend(t *testing.T) {
 		t.Errorf("the session over the user's repository failed to start, waiting on unrelated sessions' starts: %v", err)
 	}
 }
+
+// TestRed19GitFileInLentBareRepo (severity 3): the HEAD rule lets the
+// agent make a .git that is not a directory in a directory the
+// dedicated uid owns; a lent bare repository of the user's is now one.
+// The agent leaves proj.git/.git, a file; git looks for .git before it
+// takes a directory for a bare repository, so after the end the
+// user's git in their bare repository follows that file (or refuses
+// it, as dubious ownership once the guard hands it over): the user's
+// repository no longer works until they find and remove the file.
+// Before the lend the rule refused that .git (the directory was the
+// user's).
+func TestRed19GitFileInLentBareRepo(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	bare := filepath.Join(ws, "proj.git")
+	if out, err := git(ws, "init", "-q", "--bare", "-b", "main", "proj.git"); err != nil {
+		t.Fatal(out)
+	}
+	red19Repo(t, git, filepath.Join(ws, "w"))
+	if out, err := git(filepath.Join(ws, "w"), "push", "-q", bare, "main"); err != nil {
+		t.Fatal(out)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	code, out := b.run("ls -lnd proj.git; echo 'gitdir: ../nowhere' > proj.git/.git 2>&1; ls -ln proj.git/.git 2>&1")
+	t.Logf("exit %d:\n%s", code, out)
+	b.end()
+	if out, err := git(bare, "log", "--oneline"); err != nil {
+		t.Errorf("the user's git in their bare repository after the session: %v\n%s", err, out)
+	}
+	noMarks(t, marker, "the user", "")
+}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -108,8 +109,11 @@ type gitGuard struct {
 	noACL bool
 	// lent are the user's git directories the guard holds lent while
 	// the session runs (gitlend_linux.go).
-	lent   []lent
-	handed int // repositories handed over, for tests and the log
+	lent []lent
+	// stopped is set when the guard gives back its lends (giveBackAll):
+	// a lend still under way then gives back what it made.
+	stopped bool
+	handed  int // repositories handed over, for tests and the log
 	// unlogged counts handovers past the first handoverLogLines, logged
 	// as a total at most every handoverLogEvery (lastTotal) and at stop:
 	// an agent making repositories in a loop must not fill the log.
@@ -483,7 +487,7 @@ func (g *gitGuard) quarantineAt(dir int, name, where string) {
 		g.log.Debug("sandbox git guard: left a directory of the user's from before the session theirs", "path", where)
 		return
 	}
-	if err := g.handOver(fd, &st); err != nil {
+	if err := g.handOver(fd, &st, nil); err != nil {
 		g.log.Error("sandbox git guard: could not hand a repository the agent made to the sandbox's uid: the user's git on the host would trust it",
 			"path", where, "err", err)
 		return
@@ -588,7 +592,7 @@ func (g *gitGuard) makeHeadDirs(fd int, where string) {
 			if err == nil {
 				var st unix.Stat_t
 				if err = unix.Fstat(dir, &st); err == nil {
-					err = g.handOver(dir, &st)
+					err = g.handOver(dir, &st, nil)
 				}
 				if err != nil {
 					g.log.Warn("sandbox git guard: a directory git needs for a HEAD of its own is not the sandbox's uid's: git will fail there", "path", filepath.Join(where, p), "err", err)
@@ -620,8 +624,10 @@ func (g *gitGuard) logTotalLocked() {
 
 // handOver changes the owner of the inode behind fd (O_PATH) to g.owner,
 // keeping the user's access: first an ACL entry giving the user what the
-// owner bits give, so the user never loses it, then the owner.
-func (g *gitGuard) handOver(fd int, st *unix.Stat_t) error {
+// owner bits give, so the user never loses it, then the owner. acl is
+// the inode's access ACL, if it has one: its entries keep the access
+// they gave (aclWithUser).
+func (g *gitGuard) handOver(fd int, st *unix.Stat_t, acl []byte) error {
 	gid := -1
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 		proc := fdPath(fd)
@@ -629,7 +635,11 @@ func (g *gitGuard) handOver(fd int, st *unix.Stat_t) error {
 		u := uint16(mode >> 6 & 7)
 		err := errNoACL
 		if !g.noACL {
-			err = unix.Setxattr(proc, "system.posix_acl_access", accessACL(u, uint16(mode>>3&7), uint16(mode&7), g.user), 0)
+			value := accessACL(u, uint16(mode>>3&7), uint16(mode&7), g.user)
+			if with, ok := aclWithUser(acl, g.user, u); ok {
+				value = with
+			}
+			err = unix.Setxattr(proc, "system.posix_acl_access", value, 0)
 		}
 		if err != nil {
 			if !errors.Is(err, unix.EOPNOTSUPP) && err != errNoACL {
@@ -650,6 +660,71 @@ func (g *gitGuard) handOver(fd int, st *unix.Stat_t) error {
 }
 
 var errNoACL = errors.New("no ACL")
+
+// ACL entry tags (linux/posix_acl_xattr.h).
+const (
+	aclUserObj  = 0x01
+	aclUser     = 0x02
+	aclGroupObj = 0x04
+	aclGroup    = 0x08
+	aclMask     = 0x10
+	aclOther    = 0x20
+)
+
+// aclWithUser is the access ACL acl (a system.posix_acl_access value)
+// with uid user given perm as well, and no other entry given more than
+// it had: the named entries and the owning group's are cut to what the
+// mask let them have, and the new mask is what they and the user's entry
+// need. Not ok: acl is empty or not an ACL.
+func aclWithUser(acl []byte, user int, perm uint16) ([]byte, bool) {
+	if len(acl) < 4+8 || (len(acl)-4)%8 != 0 || binary.LittleEndian.Uint32(acl) != 2 {
+		return nil, false
+	}
+	type entry struct {
+		tag, perm uint16
+		id        uint32
+	}
+	var es []entry
+	mask := uint16(7)
+	for i := 4; i < len(acl); i += 8 {
+		e := entry{binary.LittleEndian.Uint16(acl[i:]), binary.LittleEndian.Uint16(acl[i+2:]), binary.LittleEndian.Uint32(acl[i+4:])}
+		if e.tag == aclMask {
+			mask = e.perm
+			continue
+		}
+		es = append(es, e)
+	}
+	newMask := perm
+	found := false
+	for i := range es {
+		switch es[i].tag {
+		case aclUser, aclGroupObj, aclGroup:
+			es[i].perm &= mask
+			if es[i].tag == aclUser && es[i].id == uint32(user) {
+				es[i].perm |= perm
+				found = true
+			}
+			newMask |= es[i].perm
+		}
+	}
+	if !found {
+		es = append(es, entry{aclUser, perm, uint32(user)})
+	}
+	es = append(es, entry{aclMask, newMask, 0xffffffff})
+	slices.SortFunc(es, func(a, b entry) int {
+		if a.tag != b.tag {
+			return int(a.tag) - int(b.tag)
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	b := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range es {
+		b = binary.LittleEndian.AppendUint16(b, e.tag)
+		b = binary.LittleEndian.AppendUint16(b, e.perm)
+		b = binary.LittleEndian.AppendUint32(b, e.id)
+	}
+	return b, true
+}
 
 // accessACL is a system.posix_acl_access value: the owner, the group and
 // others as the mode bits give, and uid user with the owner's bits.

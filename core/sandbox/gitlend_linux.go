@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"os"
+	"path"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,47 +60,75 @@ var (
 	// lendGate serialises lends.
 	lendGate sync.Mutex
 	// firstInits are the guarded sandboxes' first inits between their
-	// config and their report (beginFirstInit), each until its
-	// deadline at the latest: a lend waits for them.
+	// config and their report (beginFirstInit): a lend over their
+	// workspace waits for them.
 	firstInits = struct {
 		sync.Mutex
-		m map[*int]time.Time
-	}{m: map[*int]time.Time{}}
+		m map[*firstHold]bool
+	}{m: map[*firstHold]bool{}}
 	lentDirs = struct {
 		sync.Mutex
 		m map[devIno]*lentShare
 	}{m: map[devIno]*lentShare{}}
 )
 
-// beginFirstInit holds lends off (for at most limit) while a guarded
-// sandbox's first init, whose config says what is lent now, walks the
-// workspace: a lend in between would have it take one of the user's
-// repositories for another's, and not pin it. The func it returns ends
-// the hold; it may be called more than once.
-func beginFirstInit(limit time.Duration) func() {
-	tok := new(int)
-	firstInits.Lock()
-	firstInits.m[tok] = time.Now().Add(limit)
-	firstInits.Unlock()
-	return func() {
-		firstInits.Lock()
-		delete(firstInits.m, tok)
-		firstInits.Unlock()
-	}
+// firstHold is a guarded sandbox's first init's hold on lends over its
+// workspace (beginFirstInit).
+type firstHold struct {
+	ws    string
+	until time.Time // firstInits' lock
 }
 
-// waitFirstInits waits until no first init holds lends off.
-func waitFirstInits() {
+// beginFirstInit holds lends over the workspace ws off, for at most
+// limit, while a guarded sandbox's first init, whose config says what
+// is lent now, walks it: a lend in between would have it take one of
+// the user's repositories for another's, and not pin it. The hold is
+// an optimisation, not the guarantee: Started refuses a first init
+// that reports a repository lent since its config (lentSince). renew
+// extends it (the process start, then its report, may each take up to
+// the start timeout); end ends it, and may be called more than once.
+func beginFirstInit(ws string, limit time.Duration) *firstHold {
+	h := &firstHold{ws: ws, until: time.Now().Add(limit)}
+	firstInits.Lock()
+	firstInits.m[h] = true
+	firstInits.Unlock()
+	return h
+}
+
+func (h *firstHold) renew(limit time.Duration) {
+	if h == nil {
+		return
+	}
+	firstInits.Lock()
+	h.until = time.Now().Add(limit)
+	firstInits.Unlock()
+}
+
+func (h *firstHold) end() {
+	if h == nil {
+		return
+	}
+	firstInits.Lock()
+	delete(firstInits.m, h)
+	firstInits.Unlock()
+}
+
+// waitFirstInits waits until no first init over a workspace that holds
+// ws, or that ws holds, holds lends off (first inits elsewhere cannot
+// see what is lent here).
+func waitFirstInits(ws string) {
 	for {
 		firstInits.Lock()
 		busy := false
 		now := time.Now()
-		for tok, until := range firstInits.m {
-			if now.After(until) {
-				delete(firstInits.m, tok)
+		for h := range firstInits.m {
+			if now.After(h.until) {
+				delete(firstInits.m, h)
 				continue
 			}
-			busy = true
+			if within(h.ws, ws) || within(ws, h.ws) {
+				busy = true
+			}
 		}
 		firstInits.Unlock()
 		if !busy {
@@ -106,6 +136,28 @@ func waitFirstInits() {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// lentSince reports whether a repository a first init reported (repos,
+// beneath the guard's workspace) is lent now but was not in the Lent of
+// its config (sent): a lend landed while it walked, and it may have
+// taken the repository for another's and pinned nothing of it.
+func (g *gitGuard) lentSince(repos []Repo, sent [][2]uint64) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.wsFd < 0 {
+		return ""
+	}
+	for _, r := range repos {
+		if r.File || r.Stray || r.Half {
+			continue
+		}
+		id, ok := g.idOf(r.Path)
+		if ok && isLent(id.dev, id.ino) && !slices.Contains(sent, [2]uint64{id.dev, id.ino}) {
+			return r.Path
+		}
+	}
+	return ""
 }
 
 // isLent reports whether dev and ino are a git directory a guard has
@@ -141,6 +193,12 @@ type lent struct {
 func (g *gitGuard) lendOwn(repos []Repo, write func(lent []lentDir)) {
 	lendGate.Lock()
 	defer lendGate.Unlock()
+	g.mu.Lock()
+	stopped := g.stopped
+	g.mu.Unlock()
+	if stopped {
+		return
+	}
 	var mine []lent
 	isNew := map[int]bool{}
 	for _, r := range repos {
@@ -161,23 +219,38 @@ func (g *gitGuard) lendOwn(repos []Repo, write func(lent []lentDir)) {
 	for _, l := range mine {
 		recs = append(recs, l.dir)
 	}
-	write(recs)
-	// A first init that has its config already, but has not walked
-	// yet, takes what is lent from now on for another's.
-	waitFirstInits()
+	// A guard stopped meanwhile (Destroy does not wait for a start in
+	// progress) lends nothing: its stop has given back what it held.
+	g.mu.Lock()
+	stopped = g.stopped
+	if !stopped {
+		write(recs)
+	}
+	g.mu.Unlock()
+	if !stopped {
+		// A first init over this workspace that has its config already,
+		// but has not walked yet, takes what is lent from now on for
+		// another's.
+		waitFirstInits(g.ws)
+	}
 	held := mine[:0]
 	for i, l := range mine {
 		if isNew[i] {
 			var st unix.Stat_t
 			err := unix.Fstat(l.fd, &st)
-			if err == nil {
-				g.mu.Lock()
-				err = g.handOver(l.fd, &st)
-				g.mu.Unlock()
+			g.mu.Lock()
+			if g.stopped {
+				err = errGuardStopped
 			}
+			if err == nil {
+				err = g.handOver(l.fd, &st, l.dir.ACL)
+			}
+			g.mu.Unlock()
 			if err != nil {
-				g.log.Error("sandbox git guard: could not lend a git directory of the user's to the sandbox's uid: their git on the host trusts it while the session runs",
-					"workspace", g.ws, "path", l.dir.Path, "err", err)
+				if err != errGuardStopped {
+					g.log.Error("sandbox git guard: could not lend a git directory of the user's to the sandbox's uid: their git on the host trusts it while the session runs",
+						"workspace", g.ws, "path", l.dir.Path, "err", err)
+				}
 				g.giveBack(l)
 				continue
 			}
@@ -185,6 +258,13 @@ func (g *gitGuard) lendOwn(repos []Repo, write func(lent []lentDir)) {
 		held = append(held, l)
 	}
 	g.mu.Lock()
+	if g.stopped {
+		g.mu.Unlock()
+		for _, l := range held {
+			g.giveBack(l)
+		}
+		return
+	}
 	g.lent = held
 	g.mu.Unlock()
 	if len(held) > 0 {
@@ -192,6 +272,8 @@ func (g *gitGuard) lendOwn(repos []Repo, write func(lent []lentDir)) {
 			"workspace", g.ws, "git_dirs", len(held), "uid", g.owner)
 	}
 }
+
+var errGuardStopped = errors.New("the guard has stopped")
 
 // take joins the lend of the git directory dir (d beneath the
 // workspace), or makes it where the directory is the user's: isNew says
@@ -248,10 +330,12 @@ func getACL(fd int) ([]byte, error) {
 	return b[:n], nil
 }
 
-// giveBackAll lets go of every lend the guard holds: the last holder
-// gives the directory back. After asideStates.
+// giveBackAll lets go of every lend the guard holds, and of any it is
+// still making: the last holder gives the directory back. After
+// asideStates.
 func (g *gitGuard) giveBackAll() {
 	g.mu.Lock()
+	g.stopped = true // a lend still under way gives back itself
 	held := g.lent
 	g.lent = nil
 	g.mu.Unlock()
@@ -275,10 +359,30 @@ func (g *gitGuard) giveBack(l lent) {
 		return
 	}
 	delete(lentDirs.m, id)
+	g.dropGitFile(l.fd, l.dir.Path)
 	if err := g.restore(l.fd, sh.orig); err != nil {
 		g.log.Error("sandbox git guard: could not give a git directory back to the user: their git refuses it as dubious ownership until they take it back (sudo chown)",
 			"workspace", g.ws, "path", l.dir.Path, "uid", sh.orig.UID, "err", err)
 	}
+}
+
+// dropGitFile removes a .git that is not a directory from the lent git
+// directory dir (at d beneath the workspace), before it is given back:
+// the HEAD rule lets the agent make one in a directory the dedicated uid
+// owns, and git looks for .git before it takes a directory for a bare
+// repository, so one left in a bare repository of the user's would
+// lead their git elsewhere (or fail it) once it is theirs again. Git
+// makes none in a git directory.
+func (g *gitGuard) dropGitFile(dir int, d string) {
+	var st unix.Stat_t
+	if unix.Fstatat(dir, ".git", &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return
+	}
+	if err := unix.Unlinkat(dir, ".git", 0); err != nil {
+		g.log.Error("sandbox git guard: could not remove a .git the sandbox made in a git directory of the user's", "workspace", g.ws, "path", path.Join(d, ".git"), "err", err)
+		return
+	}
+	g.log.Warn("sandbox git guard: removed a .git the sandbox made in a git directory of the user's", "workspace", g.ws, "path", path.Join(d, ".git"))
 }
 
 // restore gives the directory behind fd back as orig says it was, if it
@@ -322,12 +426,22 @@ func (g *gitGuard) giveBackRecord(recs []lentDir) {
 			continue
 		}
 		var st unix.Stat_t
-		if unix.Fstat(fd, &st) == nil && (st.Dev != r.Dev || st.Ino != r.Ino) && int(st.Uid) == g.owner {
-			g.log.Error("sandbox git guard: a git directory an earlier daemon lent to the sandbox's uid was replaced; the user takes it back with sudo chown",
-				"workspace", g.ws, "path", r.Path)
-		} else if err := g.restore(fd, r); err != nil {
-			g.log.Error("sandbox git guard: could not give a git directory back to the user: their git refuses it as dubious ownership until they take it back (sudo chown)",
-				"workspace", g.ws, "path", r.Path, "uid", r.UID, "err", err)
+		switch {
+		case unix.Fstat(fd, &st) != nil:
+		case st.Dev != r.Dev || st.Ino != r.Ino:
+			if int(st.Uid) == g.owner {
+				g.log.Error("sandbox git guard: a git directory an earlier daemon lent to the sandbox's uid was replaced; the user takes it back with sudo chown",
+					"workspace", g.ws, "path", r.Path)
+			}
+		case int(st.Uid) != g.owner:
+			// Given back already (by another record of the same lend), or
+			// taken back by the user.
+		default:
+			g.dropGitFile(fd, r.Path)
+			if err := g.restore(fd, r); err != nil {
+				g.log.Error("sandbox git guard: could not give a git directory back to the user: their git refuses it as dubious ownership until they take it back (sudo chown)",
+					"workspace", g.ws, "path", r.Path, "uid", r.UID, "err", err)
+			}
 		}
 		unix.Close(fd)
 	}

@@ -576,15 +576,17 @@ type launch struct {
 	child    *os.File   // the init's end, closed here once it has started
 	sources  []*os.File // what the init mounts from, likewise
 	prepared bool       // the init starts inside the group's v2 directory
-	// endFirst ends a guarded sandbox's first init's hold on lends
-	// (beginFirstInit), once it has reported, or never will.
-	endFirst func()
+	// first is a guarded sandbox's first init's hold on lends
+	// (beginFirstInit), ended once it has reported, or never will; lent
+	// is the Lent of its config.
+	first *firstHold
+	lent  [][2]uint64
 }
 
 func (l *launch) close() {
 	l.conn.Close()
 	l.closeChild()
-	l.endFirst()
+	l.first.end()
 }
 
 func closeAll(fs []*os.File) {
@@ -831,29 +833,31 @@ func (s *nativeSandbox) Prepare(cmd *exec.Cmd) error {
 		}
 		sources = append(sources, f)
 	}
-	endFirst := func() {}
+	var first *firstHold
 	if s.guard != nil {
 		// The git directories lent now are the user's, though the init
-		// sees them as the dedicated uid's; none is lent between here
-		// and the first init's report (gitlend_linux.go).
+		// sees them as the dedicated uid's; none over this workspace is
+		// lent between here and the first init's report, and Started
+		// refuses one that reports a lend it was not told of
+		// (gitlend_linux.go).
 		if !s.reposKnown {
-			endFirst = beginFirstInit(s.d.opts.StartTimeout)
+			first = beginFirstInit(s.guard.ws, s.d.opts.StartTimeout)
 		}
 		cfg.Lent = lentIDs()
 	}
 	msg, err := json.Marshal(&cfg)
 	if err != nil {
-		endFirst()
+		first.end()
 		closeAll(sources)
 		return fmt.Errorf("sandbox config: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		endFirst()
+		first.end()
 		closeAll(sources)
 		return os.NewSyscallError("socketpair", err)
 	}
-	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child"), sources: sources, endFirst: endFirst}
+	l := &launch{conn: os.NewFile(uintptr(fds[0]), "sandbox-init"), child: os.NewFile(uintptr(fds[1]), "sandbox-init-child"), sources: sources, first: first, lent: cfg.Lent}
 	if _, err := l.conn.Write(append(msg, '\n')); err != nil {
 		l.close()
 		return fmt.Errorf("send sandbox config: %w", err)
@@ -969,7 +973,9 @@ func (s *nativeSandbox) Started(pid int) error {
 		s.mu.Unlock()
 		return ErrNotPrepared
 	}
-	defer l.endFirst() // its report, if any, has come by the return
+	// The init's report may take the start timeout from now.
+	l.first.renew(s.d.opts.StartTimeout)
+	defer l.first.end() // its report, if any, has come by the return
 	l.closeChild()
 	defer l.conn.Close()
 	pidfd, err := unix.PidfdOpen(pid, 0)
@@ -1024,9 +1030,17 @@ func (s *nativeSandbox) Started(pid int) error {
 		}
 	}
 	m, err := recv("setup")
-	l.endFirst() // its walk is done: before arm, which may lend
+	l.first.end() // its walk is done: before arm, which may lend
 	if err != nil {
 		return err
+	}
+	if l.first != nil {
+		if p := s.guard.lentSince(m.Repos, l.lent); p != "" {
+			// Lent by another session over the directory while this
+			// init walked it: it may have taken that repository of the
+			// user's for another's, and pinned nothing of it.
+			return fmt.Errorf("%w: sandbox %s: git guard: %s was lent to another session's sandbox while this one's init looked at the workspace; start again", ErrSetup, s.spec.ID, p)
+		}
 	}
 	if m.Note != "" {
 		s.d.opts.Logger.Warn("sandbox init", "sandbox", s.spec.ID, "note", m.Note)

@@ -131,6 +131,7 @@ func TestRed19DestroyDuringLendKeepsItLent(t *testing.T) {
 // ownership, in the middle of the agent's work.
 func TestRed19GitInsideWithoutSystemConfig(t *testing.T) {
 	requireRoot(t)
+	redTeam(t, "git inside trusts a lent repository only through GIT_CONFIG_SYSTEM, as it does the agent's handed-over ones (README)")
 	d := newDriver(t, NativeOptions{})
 	ws, _, git := userDir(t)
 	red19Repo(t, git, ws)
@@ -247,17 +248,29 @@ func TestRed19LendLandsAfterTheHoldExpires(t *testing.T) {
 		return err
 	}
 	termB := make(chan *terminal.Terminal, 1)
+	errB := make(chan error, 1)
 	go func() {
 		term, err := terminal.New(context.Background(), optsB)
-		if err != nil {
-			t.Errorf("B's start: %v", err)
-		}
+		errB <- err
 		termB <- term
 	}()
 	<-prepared
 	time.Sleep(limit + 200*time.Millisecond) // B's hold is over
 	a := newBox(t, d, Spec{Workspace: ws, Owner: owner})
 	a.must("true")
+	if err := <-errB; err != nil {
+		// The fix: B's init reported the user's repository lent since
+		// its config, and its start was refused (lentSince).
+		if !strings.Contains(err.Error(), "was lent to another session") {
+			t.Fatalf("B's start: %v", err)
+		}
+		t.Logf("B's start, refused: %v", err)
+		a.end()
+		if st, _ := git(ws, "status"); strings.Contains(st, "dubious") {
+			t.Errorf("the user's .git is not theirs after A ended: %s", st)
+		}
+		return
+	}
 	tb := <-termB
 	if tb == nil {
 		t.Fatal("B did not start")

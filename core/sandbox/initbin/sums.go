@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "4ca995e670fb96c7d91cb0f7fe4f44454fe23e72165796aeb0ce8c0c03931c5c",
-	"arm64": "7496fc507d77977b771b5411c8cc35fe2b0941efced75755466a7ec978aee247",
+	"amd64": "ff41bc9296bcc1aae8474f6cce35b1b627ae63383cd4347c9af1bc9f83f3c123",
+	"arm64": "a4d10a4524fbf8e0bcc3615bf7a69f77f87790f5f0da66de7de2307a05977acb",
 }

@@ -686,13 +686,30 @@ func aclWithUser(acl []byte, user int, perm uint16) ([]byte, bool) {
 	}
 	var es []entry
 	mask := uint16(7)
+	objects := 0
+	var last entry
 	for i := 4; i < len(acl); i += 8 {
 		e := entry{binary.LittleEndian.Uint16(acl[i:]), binary.LittleEndian.Uint16(acl[i+2:]), binary.LittleEndian.Uint32(acl[i+4:])}
-		if e.tag == aclMask {
+		// As the kernel takes them: known tags, in tag then id order,
+		// each once, permission bits only.
+		if i > 4 && (e.tag < last.tag || e.tag == last.tag && e.id <= last.id) || e.perm&^7 != 0 {
+			return nil, false
+		}
+		last = e
+		switch e.tag {
+		case aclUserObj, aclGroupObj, aclOther:
+			objects++
+		case aclUser, aclGroup:
+		case aclMask:
 			mask = e.perm
 			continue
+		default:
+			return nil, false
 		}
 		es = append(es, e)
+	}
+	if objects != 3 {
+		return nil, false
 	}
 	newMask := perm
 	found := false

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,4 +165,77 @@ echo 1 > msgnum && echo 1 > end && : > done && printf 'exec touch MARK/TAG\n' > 
 			}
 		})
 	}
+}
+
+// aclEntries decodes an access ACL value: tag and id to permission bits,
+// or ok false if it is not one the kernel would take (version 2, entries
+// in tag then id order, one of each object tag, a mask where there are
+// named entries).
+func aclEntries(b []byte) (m map[[2]uint32]uint16, ok bool) {
+	if len(b) < 4 || (len(b)-4)%8 != 0 || binary.LittleEndian.Uint32(b) != 2 {
+		return nil, false
+	}
+	m = map[[2]uint32]uint16{}
+	var last [2]uint32
+	for i := 4; i < len(b); i += 8 {
+		k := [2]uint32{uint32(binary.LittleEndian.Uint16(b[i:])), binary.LittleEndian.Uint32(b[i+4:])}
+		if i > 4 && (k[0] < last[0] || k[0] == last[0] && k[1] <= last[1]) {
+			return nil, false
+		}
+		last = k
+		m[k] = binary.LittleEndian.Uint16(b[i+2:])
+	}
+	return m, true
+}
+
+// effective is what entry k of ACL m grants: its bits, cut by the mask
+// for named entries and the owning group.
+func effective(m map[[2]uint32]uint16, k [2]uint32) uint16 {
+	p := m[k]
+	if k[0] == aclUser || k[0] == aclGroupObj || k[0] == aclGroup {
+		if mask, ok := m[[2]uint32{aclMask, 0xffffffff}]; ok {
+			p &= mask
+		}
+	}
+	return p
+}
+
+// FuzzACLWithUser: aclWithUser, given any bytes (an ACL read from the
+// filesystem), never panics; what it returns is a well-formed ACL in
+// which the user has perm, and no entry that was there grants more
+// than it did (the lend must not widen anyone's access).
+func FuzzACLWithUser(f *testing.F) {
+	f.Add(accessACL(7, 5, 5, 4344), 4343, uint16(7))
+	f.Add(accessACL(7, 7, 0, 4343), 4343, uint16(5))
+	f.Add([]byte{2, 0, 0, 0}, 1, uint16(7))
+	f.Add(append(accessACL(6, 4, 4, 10), 0x08, 0, 7, 0, 20, 0, 0, 0), 30, uint16(6))
+	f.Fuzz(func(t *testing.T, in []byte, user int, perm uint16) {
+		perm &= 7
+		if user < 0 || user > 1<<31 {
+			return
+		}
+		out, ok := aclWithUser(in, user, perm)
+		if !ok {
+			return
+		}
+		before, wellFormed := aclEntries(in)
+		after, ok := aclEntries(out)
+		if !ok {
+			t.Fatalf("not an ACL: %x from %x", out, in)
+		}
+		if got := effective(after, [2]uint32{aclUser, uint32(user)}); got&perm != perm {
+			t.Fatalf("the user has %o, want %o: %x", got, perm, out)
+		}
+		if !wellFormed {
+			return
+		}
+		for k := range before {
+			if k[0] == aclMask || k == [2]uint32{aclUser, uint32(user)} {
+				continue
+			}
+			if b, a := effective(before, k), effective(after, k); a&^b != 0 {
+				t.Fatalf("entry %v grants %o, it granted %o: %x -> %x", k, a, b, in, out)
+			}
+		}
+	})
 }

@@ -1,0 +1,61 @@
+package sandbox
+
+import (
+	"testing"
+)
+
+// Red team 19b: the lend (gitlend_linux.go) and what the end's checks
+// (gitstate_linux.go, gitindex.go) leave to the user's git once their
+// git directories are given back.
+
+// red19bIndex is shell, run inside in a repository of the user's, that
+// writes .git/index by hand as version 2 with two entries: "-" whose
+// flags give a name length of 50 (its name "-" and 49 NULs), then
+// $1 with the blob of $2. Git (read-cache.c create_from_disk) takes an
+// entry's name length from its flags and steps over it by that length;
+// badIndexEntry steps by the name's first NUL, so it reads the second
+// entry 56 bytes early: its name lands in the zeros of git's entry's
+// ctime, an empty name, which it takes for a split index's entry and
+// passes over.
+const red19bIndex = `python3 - "$@" <<'PY'
+import hashlib, struct, subprocess, sys
+def oid(c):
+    return bytes.fromhex(subprocess.run(["git", "hash-object", "-w", "--stdin"], input=c.encode(), capture_output=True, check=True).stdout.strip().decode())
+def ent(name, o, size, namelen):
+    e = struct.pack(">IIIIIIIIII", 0, 0, 0, 0, 0, 0, 0o100644, 0, 0, size) + o + struct.pack(">H", namelen) + name
+    return e + b"\0" * (((62 + namelen + 8) & ~7) - len(e))
+body = b"DIRC" + struct.pack(">II", 2, 2)
+body += ent(b"-", oid("x"), 1, 50)
+body += ent(sys.argv[1].encode(), oid(sys.argv[2]), len(sys.argv[2]), len(sys.argv[1]))
+open(".git/index", "wb").write(body + hashlib.sha1(body).digest())
+PY
+`
+
+// TestRed19bIndexNameLength: the index rule's reader and git's disagree
+// on where an entry ends. badIndexEntry finds an entry's name by its
+// first NUL and pads from there; git takes the length in the entry's
+// flags (when under 0xfff) and pads from that. An entry "-" whose flags
+// say 50 shifts every later entry for git but not for the check: the
+// agent hides an entry named .git/config behind it, the end's check
+// passes the index, and the user's `git checkout -- .` (dropping the
+// agent's changes) writes the agent's .git/config, whose core.fsmonitor
+// their next git status runs, as the user. Severity 1. Fix: take the
+// name length from the flags as git does (strlen only at 0xfff), and
+// refuse an entry whose name holds a NUL within that length, or whose
+// padding is not NULs; better, compare with what git itself reads
+// (git ls-files -z --stage on a copy, with no config) at the end.
+func TestRed19bIndexNameLength(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red19Repo(t, git, ws)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd /workspace && set -- .git/config "$(printf '[core]\n\tfsmonitor = "touch ` + marker + `/config; false"\n')" && ` + red19bIndex + `git ls-files`))
+	b.end()
+	out, _ := git(ws, "ls-files")
+	t.Log("the user's git ls-files after the session:\n", out)
+	out, _ = git(ws, "checkout", "--", ".")
+	t.Log("the user's git checkout -- .: ", out)
+	out, _ = git(ws, "status")
+	noMarks(t, marker, "the user (git checkout -- ., then git status)", out)
+}

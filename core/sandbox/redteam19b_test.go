@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -58,4 +61,41 @@ func TestRed19bIndexNameLength(t *testing.T) {
 	t.Log("the user's git checkout -- .: ", out)
 	out, _ = git(ws, "status")
 	noMarks(t, marker, "the user (git checkout -- ., then git status)", out)
+}
+
+// TestRed19bGitDirInLentBareRepo (severity 3): as red team 19's
+// TestRed19GitFileInLentBareRepo, but with a .git directory: dropGitFile
+// removes only a .git that is not a directory. The agent makes a whole
+// repository at proj.git/.git in the user's lent bare repository (the
+// guard hands it to the dedicated uid, as any the agent makes); git
+// looks for .git before it takes a directory for a bare repository, so
+// after the end the user's git in their bare repository finds the
+// agent's, and refuses it as dubious ownership (or, were it the user's,
+// would run its config): the user's bare repository is unusable until
+// they find and remove it. Fix: at give-back, move aside any .git entry
+// (directory too) in a lent git directory; better, refuse a new .git of
+// any kind inside a lent git directory (the HEAD rule's parent test).
+func TestRed19bGitDirInLentBareRepo(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	bare := filepath.Join(ws, "proj.git")
+	if out, err := git(ws, "init", "-q", "--bare", "-b", "main", "proj.git"); err != nil {
+		t.Fatal(out)
+	}
+	red19Repo(t, git, filepath.Join(ws, "w"))
+	if out, err := git(filepath.Join(ws, "w"), "push", "-q", bare, "main"); err != nil {
+		t.Fatal(out)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	code, out := b.run(`cd /workspace && git init -q --bare proj.git/.git 2>&1; sleep 0.5; git --git-dir=proj.git/.git config core.fsmonitor "touch ` + marker + `/inner; false" 2>&1; ls -lna proj.git proj.git/.git 2>&1`)
+	t.Logf("exit %d:\n%s", code, out)
+	b.end()
+	ls, _ := exec.Command("ls", "-lnd", bare, filepath.Join(bare, ".git")).CombinedOutput()
+	t.Logf("after the session:\n%s", ls)
+	out, err := git(bare, "log", "--oneline")
+	if err != nil || !strings.Contains(out, "2") {
+		t.Errorf("the user's git in their bare repository after the session: %v\n%s", err, out)
+	}
+	noMarks(t, marker, "the user", out)
 }

@@ -1,8 +1,11 @@
 package sandbox
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -98,4 +101,46 @@ func TestRed19bGitDirInLentBareRepo(t *testing.T) {
 		t.Errorf("the user's git in their bare repository after the session: %v\n%s", err, out)
 	}
 	noMarks(t, marker, "the user", out)
+}
+
+// TestRed19bDiedLinksKept (severity 1): where no HEAD rule holds (the
+// watch alone: no init rule, no kernel rule), the agent may make
+// symbolic links in the user's lent .git, and the end removes those
+// made since the guard's start (linksAside, by change time). A daemon
+// that died leaves that to the next one's Cleanup, whose sweeper takes
+// the record's Since only when the record says Ruled: otherwise its
+// since is its own start, after every link the agent made, and it
+// removes none; then it gives the .git back. Here .git/logs/HEAD is a
+// link to the user's ~/.bashrc, outside the workspace, and the agent
+// left a branch named "x;touch${IFS}MARK;#": the user's git checkout
+// of it (to look at the agent's work) appends the reflog line to their
+// .bashrc, whose next shell runs the touch. Fix: record and use Since
+// whatever the rule (it is the guard's start in every mode).
+func TestRed19bDiedLinksKept(t *testing.T) {
+	requireRoot(t)
+	watchAlone(t)
+	state := t.TempDir()
+	d := newDriver(t, NativeOptions{StateDir: state})
+	ws, marker, git := userDir(t)
+	red19Repo(t, git, ws)
+	home := t.TempDir()
+	os.Chown(home, userDirOwner, userDirOwner)
+	bashrc := filepath.Join(home, ".bashrc")
+	os.WriteFile(bashrc, []byte("# mine\n"), 0o644)
+	os.Chown(bashrc, userDirOwner, userDirOwner)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd /workspace && git branch 'x;touch${IFS}` + marker + `/bashrc;#' && rm -f .git/logs/HEAD && ln -s ` + bashrc + ` .git/logs/HEAD && ls -l .git/logs/ && git branch`))
+	b.term.Close()
+	if err := newDriver(t, NativeOptions{StateDir: state}).Cleanup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, ".git", "logs", "HEAD")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("after the next daemon's Cleanup, the link the agent made in the user's .git is still there")
+	}
+	out, _ := git(ws, "checkout", "-q", "x;touch${IFS}"+marker+"/bashrc;#")
+	rc, _ := os.ReadFile(bashrc)
+	t.Logf("the user's git checkout of the agent's branch: %s\ntheir .bashrc now:\n%s", out, rc)
+	sh, _ := exec.Command("setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "bash", bashrc).CombinedOutput()
+	noMarks(t, marker, "the user (git checkout, then their next shell)", string(sh))
+	b.sb.Destroy(context.Background())
 }

@@ -144,3 +144,39 @@ func TestRed19bDiedLinksKept(t *testing.T) {
 	noMarks(t, marker, "the user (git checkout, then their next shell)", string(sh))
 	b.sb.Destroy(context.Background())
 }
+
+// TestRed19bBisectStartOption (severity 4): a bisect in progress is not
+// among stateNames. The agent writes .git/BISECT_LOG (git status then
+// says "You are currently bisecting, started from branch '-f'. (use
+// "git bisect reset" to get back to the original branch)") and
+// .git/BISECT_START holding "-f": git bisect reset runs `git checkout
+// <BISECT_START> --`, unchecked, so the user's `git bisect reset`, as
+// status tells them, is `git checkout -f --` and throws away the
+// uncommitted work they did after the session, silently. (Other
+// checkout options fit there as well.) Fix: add BISECT_START (and the
+// other BISECT_* files, BISECT_TERMS, BISECT_NAMES) to stateNames.
+func TestRed19bBisectStartOption(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red19Repo(t, git, ws)
+	f := filepath.Join(ws, "f")
+	os.WriteFile(f, []byte("one\n"), 0o644)
+	os.Chown(f, userDirOwner, userDirOwner)
+	if out, err := git(ws, "add", "f"); err != nil {
+		t.Fatal(out)
+	}
+	if out, err := git(ws, "commit", "-qm", "f"); err != nil {
+		t.Fatal(out)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd /workspace && printf -- '-f\n' > .git/BISECT_START && echo 'git bisect start' > .git/BISECT_LOG && git status | head -3`))
+	b.end()
+	os.WriteFile(f, []byte("the user's work after the session\n"), 0o644)
+	status, _ := git(ws, "status")
+	out, _ := git(ws, "bisect", "reset")
+	t.Logf("the user's git status:\n%s\ngit bisect reset: %s", status, out)
+	if got, _ := os.ReadFile(f); string(got) != "the user's work after the session\n" {
+		t.Errorf("the user's git bisect reset (as git status tells them) threw away their uncommitted work: f is now %q", got)
+	}
+}

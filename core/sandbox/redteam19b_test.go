@@ -180,3 +180,47 @@ func TestRed19bBisectStartOption(t *testing.T) {
 		t.Errorf("the user's git bisect reset (as git status tells them) threw away their uncommitted work: f is now %q", got)
 	}
 }
+
+// TestRed19bLinkPastWalkBudget (severity 1): where no HEAD rule holds
+// (the watch alone: a kernel before 5.14 without BPF LSM), the agent
+// may make symbolic links in the user's lent .git, and the end removes
+// them (linksAside) but only within maxLinkWalk entries, counting every
+// entry it looks at, plain files too, and looking in each directory at
+// its files before its subdirectories: files in .git itself come before
+// logs/. The agent fills .git with more empty files than the budget
+// (2,000,000 in production, some seconds of touch; here the variable is
+// lowered, as its comment allows for tests) and makes .git/logs/HEAD a
+// link to the user's ~/.bashrc: the end says in the log that it looked
+// no further, and gives .git back with the link in it. The user's git
+// checkout of the agent's branch "x;touch${IFS}MARK;#" appends its
+// reflog line to ~/.bashrc, and their next shell runs it. Fix: do not
+// give back a git directory whose walk did not finish (keep it lent
+// and say so, or move the whole of it aside); or count only links and
+// directories against the budget, and look in the directories git
+// writes through (logs/, refs/) before any file.
+func TestRed19bLinkPastWalkBudget(t *testing.T) {
+	requireRoot(t)
+	watchAlone(t)
+	saved := maxLinkWalk
+	maxLinkWalk = 2000
+	t.Cleanup(func() { maxLinkWalk = saved })
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red19Repo(t, git, ws)
+	home := t.TempDir()
+	os.Chown(home, userDirOwner, userDirOwner)
+	bashrc := filepath.Join(home, ".bashrc")
+	os.WriteFile(bashrc, []byte("# mine\n"), 0o644)
+	os.Chown(bashrc, userDirOwner, userDirOwner)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd /workspace/.git && seq -f fill%g 1 3000 | xargs touch && cd /workspace && git branch 'x;touch${IFS}` + marker + `/bashrc;#' && rm -f .git/logs/HEAD && ln -s ` + bashrc + ` .git/logs/HEAD && ls -l .git/logs/ && ls .git | wc -l`))
+	b.end()
+	if fi, err := os.Lstat(filepath.Join(ws, ".git", "logs", "HEAD")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("after the session, the link the agent made in the user's .git is still there")
+	}
+	out, _ := git(ws, "checkout", "-q", "x;touch${IFS}"+marker+"/bashrc;#")
+	rc, _ := os.ReadFile(bashrc)
+	t.Logf("the user's git checkout of the agent's branch: %s\ntheir .bashrc now:\n%s", out, rc)
+	sh, _ := exec.Command("setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "bash", bashrc).CombinedOutput()
+	noMarks(t, marker, "the user (git checkout, then their next shell)", string(sh))
+}

@@ -224,3 +224,30 @@ func TestRed19bLinkPastWalkBudget(t *testing.T) {
 	sh, _ := exec.Command("setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "bash", bashrc).CombinedOutput()
 	noMarks(t, marker, "the user (git checkout, then their next shell)", string(sh))
 }
+
+// TestRed19bIndexRuleSkippedPastEntries (severity 1): the index rule
+// finds the indexes of a git directory by listing it (allNames), which
+// gives up past maxStateEntries (100,000) names; asideRepo ignores that
+// failure and then checks no index at all. The agent fills the user's
+// .git with 100,001 empty files (a second or two) and writes an index
+// with an entry named .git/config (red team 17c's, which the rule
+// otherwise moves aside): it is given back unchecked, and the user's
+// `git checkout -- .` writes the agent's .git/config, whose
+// core.fsmonitor their next git status runs. Holds with the init's
+// HEAD rule too. Fix: check "index" and the sharedindex.* named by the
+// index's link extension directly (fstatat), not through a listing; and
+// treat a git directory that cannot be listed whole as unchecked (move
+// the index aside, keep it lent).
+func TestRed19bIndexRuleSkippedPastEntries(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red19Repo(t, git, ws)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd /workspace/.git && seq -f fill%g 1 100001 | xargs touch && ls | wc -l && cd /workspace && set -- ".git/config=$(printf '[core]\n\tfsmonitor = \"touch ` + marker + `/config; false\"\n')" && ` + red17cIndex + `git ls-files`))
+	b.end()
+	out, _ := git(ws, "checkout", "--", ".")
+	t.Log("the user's git checkout -- .: ", out)
+	out, _ = git(ws, "status", "--short")
+	noMarks(t, marker, "the user (git checkout -- ., then git status)", out)
+}

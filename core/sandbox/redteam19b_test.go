@@ -317,3 +317,42 @@ git status --short; git ls-files -s`))
 		t.Errorf("the user's commit of README holds the agent's ci/run.sh, which they never staged: %q", got)
 	}
 }
+
+// TestRed19bInstawebHttpd (severity 1): git instaweb (git's own
+// command, a shell script in git-core) keeps its state in the git
+// directory, $GIT_DIR/gitweb/ and $GIT_DIR/pid, none of it pinned or
+// checked at the end. It looks for its web server ("lighttpd" unless
+// instaweb.httpd says otherwise) in PATH, /usr/local/sbin, /usr/sbin,
+// gitweb's directory and then $GIT_DIR/gitweb, and runs the first
+// executable it finds: on a host without lighttpd, the agent's
+// .git/gitweb/lighttpd. The user's `git instaweb` (or --start) in their
+// repository after the session runs it, as the user. Where the server
+// is installed, the agent's .git/gitweb/lighttpd.conf (used as it is by
+// --start and --restart: `test -f "$conf" || configure_httpd`) runs
+// commands through include_shell, and .git/gitweb/gitweb_config.perl is
+// Perl that gitweb runs; and .git/pid goes to `kill $(cat pid)` at
+// --stop and --restart ("-9 -1"). Fix: move .git/gitweb and .git/pid
+// aside at the end when the session made or changed them (add them to
+// stateNames), or pin .git/gitweb read-only (missing: as an empty
+// directory) with the other control files.
+func TestRed19bInstawebHttpd(t *testing.T) {
+	requireRoot(t)
+	if _, err := exec.LookPath("git-instaweb"); err != nil {
+		if _, err := os.Stat("/usr/lib/git-core/git-instaweb"); err != nil {
+			t.Skip("no git instaweb on this host")
+		}
+	}
+	d := newDriver(t, NativeOptions{})
+	ws, marker, git := userDir(t)
+	red19Repo(t, git, ws)
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd /workspace/.git && mkdir -p gitweb && printf '#!/bin/sh\ntouch ` + marker + `/instaweb\n' > gitweb/lighttpd && chmod +x gitweb/lighttpd && printf 'include_shell "touch ` + marker + `/instaweb-conf"\n' > gitweb/lighttpd.conf && ls -l gitweb`))
+	b.end()
+	cmd := exec.Command("timeout", "20", "setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "git", "instaweb", "--start")
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(), gitEnv...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("the user's git instaweb --start: %v\n%s", err, out)
+	exec.Command("timeout", "20", "setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "git", "-C", ws, "instaweb", "--stop").Run()
+	noMarks(t, marker, "the user (git instaweb --start)", string(out))
+}

@@ -113,7 +113,10 @@ type gitGuard struct {
 	// stopped is set when the guard gives back its lends (giveBackAll):
 	// a lend still under way then gives back what it made.
 	stopped bool
-	handed  int // repositories handed over, for tests and the log
+	// unchecked are the user's git directories (Repo.Path) whose walk
+	// for links the end could not finish: not given back.
+	unchecked map[string]bool
+	handed    int // repositories handed over, for tests and the log
 	// unlogged counts handovers past the first handoverLogLines, logged
 	// as a total at most every handoverLogEvery (lastTotal) and at stop:
 	// an agent making repositories in a loop must not fill the log.
@@ -1096,8 +1099,15 @@ func (g *gitGuard) asideStates() {
 		for _, did := range asideRepo(g.wsFd, r.Path, g.bases[r.Path]) {
 			g.log.Warn("sandbox git guard: an operation in progress (rebase, am, cherry-pick, rerere) in a repository of the user's held what the sandbox wrote", "workspace", g.ws, "what", did)
 		}
-		for _, did := range linksAside(g.wsFd, r.Path, g.since) {
+		did, whole := linksAside(g.wsFd, r.Path, g.since)
+		for _, did := range did {
 			g.log.Warn("sandbox git guard: the git directory of a repository of the user's held a symbolic link the sandbox made, which their git would write through", "workspace", g.ws, "what", did)
+		}
+		if !whole {
+			if g.unchecked == nil {
+				g.unchecked = map[string]bool{}
+			}
+			g.unchecked[path.Clean(r.Path)] = true
 		}
 	}
 }
@@ -1120,9 +1130,12 @@ func (g *gitGuard) armRecord(r guardRecord) {
 	g.arm(r.Repos)
 	g.mu.Lock()
 	g.bases = r.Bases
-	if r.Ruled && !r.Since.IsZero() {
-		g.since, g.ruled = r.Since, true
+	// Since is the guard's start whatever the rule: the links the
+	// agent made are those changed since then (linksAside).
+	if !r.Since.IsZero() {
+		g.since = r.Since
 	}
+	g.ruled = r.Ruled
 	g.mu.Unlock()
 }
 

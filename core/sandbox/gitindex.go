@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,12 +27,19 @@ var errIndex = errors.New("not an index")
 // repositories, 32 for SHA-256) and returns the first entry path git
 // would not make ("" if none), or errIndex.
 func badIndexEntry(data []byte, hashLen int) (string, error) {
+	bad, _, err := indexEntries(data, hashLen)
+	return bad, err
+}
+
+// indexEntries is badIndexEntry, and where the entries end (the first
+// extension, or the checksum).
+func indexEntries(data []byte, hashLen int) (string, int, error) {
 	if len(data) < 12+hashLen || string(data[:4]) != "DIRC" {
-		return "", errIndex
+		return "", 0, errIndex
 	}
 	version := binary.BigEndian.Uint32(data[4:8])
 	if version < 2 || version > 4 {
-		return "", fmt.Errorf("%w: version %d", errIndex, version)
+		return "", 0, fmt.Errorf("%w: version %d", errIndex, version)
 	}
 	count := binary.BigEndian.Uint32(data[8:12])
 	end := len(data) - hashLen // the trailing checksum
@@ -40,51 +49,74 @@ func badIndexEntry(data []byte, hashLen int) (string, error) {
 		start := off
 		fixed := 40 + hashLen // times, dev, ino, mode, uid, gid, size; the object id
 		if off+fixed+2 > end {
-			return "", errIndex
+			return "", 0, errIndex
 		}
 		mode := binary.BigEndian.Uint32(data[off+24 : off+28])
 		flags := binary.BigEndian.Uint16(data[off+fixed : off+fixed+2])
 		off += fixed + 2
 		if flags&0x4000 != 0 { // extended flags
 			if version < 3 || off+2 > end {
-				return "", errIndex
+				return "", 0, errIndex
 			}
 			off += 2
 		}
+		// The name's length is the flags' (git's create_from_disk),
+		// unless it is 0xfff: then the name runs to its NUL. Git steps to
+		// the next entry by that length, whatever NULs the name holds.
+		namelen := int(flags & 0x0fff)
 		var name []byte
 		if version == 4 {
 			strip, n := indexVarint(data[off:end])
 			if n == 0 || strip > uint64(len(prev)) {
-				return "", errIndex
+				return "", 0, errIndex
 			}
 			off += n
-			nul := bytes.IndexByte(data[off:end], 0)
-			if nul < 0 {
-				return "", errIndex
+			keep := len(prev) - int(strip)
+			if namelen == 0x0fff {
+				nul := bytes.IndexByte(data[off:end], 0)
+				if nul < 0 {
+					return "", 0, errIndex
+				}
+				namelen = keep + nul
 			}
-			name = append(append([]byte(nil), prev[:len(prev)-int(strip)]...), data[off:off+nul]...)
-			off += nul + 1
+			rest := namelen - keep
+			if rest < 0 || off+rest+1 > end || data[off+rest] != 0 {
+				return "", 0, errIndex
+			}
+			name = append(append([]byte(nil), prev[:keep]...), data[off:off+rest]...)
+			off += rest + 1
 		} else {
-			nul := bytes.IndexByte(data[off:end], 0)
-			if nul < 0 {
-				return "", errIndex
+			if namelen == 0x0fff {
+				nul := bytes.IndexByte(data[off:end], 0)
+				if nul < 0 {
+					return "", 0, errIndex
+				}
+				namelen = nul
 			}
-			name = data[off : off+nul]
+			if off+namelen > end {
+				return "", 0, errIndex
+			}
+			name = data[off : off+namelen]
 			// Entries are padded with NULs to a multiple of 8 bytes.
-			off = start + (off-start+nul+8)&^7
+			off = start + (off-start+namelen+8)&^7
 			if off > end {
-				return "", errIndex
+				return "", 0, errIndex
 			}
+		}
+		if bytes.IndexByte(name, 0) >= 0 {
+			// Git would take the name to its first NUL, and step on by
+			// the whole: no entry git makes.
+			return string(bytes.ReplaceAll(name, []byte{0}, []byte(`\0`))), 0, nil
 		}
 		// An empty name is a split index's entry that takes its name
 		// from the shared index (sharedindex.*, checked as an index of
 		// its own).
 		if len(name) > 0 && !indexPathOK(string(name), mode&0o170000 == 0o040000) {
-			return string(name), nil
+			return string(name), 0, nil
 		}
 		prev = name
 	}
-	return "", nil
+	return "", off, nil
 }
 
 // indexVarint reads git's offset varint, returning it and its length (0
@@ -139,4 +171,52 @@ func indexPathOK(path string, sparseDir bool) bool {
 func dotGitLike(c string) bool {
 	t := strings.ToLower(strings.TrimRight(c, ". "))
 	return t == ".git" || t == "git~1"
+}
+
+// derivedExtensions are the index extensions git derives from the
+// entries (and rebuilds when they are gone) but trusts when it finds
+// them: the cache-tree (TREE: a commit takes its trees as they are, so
+// one the agent wrote would have the user's next commit hold what they
+// never staged), the untracked cache, the fsmonitor's token, and the
+// offset tables by which git may read the entries in threads from other
+// places than one after the other (EOIE, IEOT).
+var derivedExtensions = map[string]bool{"TREE": true, "UNTR": true, "FSMN": true, "EOIE": true, "IEOT": true}
+
+// indexWithoutDerived is the index data (whose entries end at entries)
+// without its derivedExtensions, with the checksum made again (left
+// zero where it was: index.skipHash), and which it dropped; none
+// dropped: data as it is. errIndex if its extensions do not read.
+func indexWithoutDerived(data []byte, entries, hashLen int) ([]byte, []string, error) {
+	end := len(data) - hashLen
+	out := append([]byte(nil), data[:entries]...)
+	var dropped []string
+	for off := entries; off < end; {
+		if off+8 > end {
+			return nil, nil, errIndex
+		}
+		sig := string(data[off : off+4])
+		size := int(binary.BigEndian.Uint32(data[off+4 : off+8]))
+		if size < 0 || size > end-off-8 {
+			return nil, nil, errIndex
+		}
+		next := off + 8 + size
+		if derivedExtensions[sig] {
+			dropped = append(dropped, sig)
+		} else {
+			out = append(out, data[off:next]...)
+		}
+		off = next
+	}
+	if len(dropped) == 0 {
+		return data, nil, nil
+	}
+	if trailer := data[end:]; bytes.Count(trailer, []byte{0}) == len(trailer) {
+		return append(out, trailer...), dropped, nil
+	}
+	if hashLen == 32 {
+		sum := sha256.Sum256(out)
+		return append(out, sum[:]...), dropped, nil
+	}
+	sum := sha1.Sum(out)
+	return append(out, sum[:]...), dropped, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -344,8 +345,21 @@ func (g *gitGuard) giveBackAll() {
 	}
 }
 
+// uncheckedAt reports whether the lent git directory at d beneath the
+// workspace belongs to a repository whose end checks did not finish.
+func (g *gitGuard) uncheckedAt(d string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for gitdir := range g.unchecked {
+		if d == gitdir || strings.HasPrefix(d, gitdir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // giveBack lets go of one lend, and gives the directory back if no
-// other guard holds it.
+// other guard holds it, unless the end could not check it whole.
 func (g *gitGuard) giveBack(l lent) {
 	defer unix.Close(l.fd)
 	id := devIno{l.dir.Dev, l.dir.Ino}
@@ -359,6 +373,10 @@ func (g *gitGuard) giveBack(l lent) {
 		return
 	}
 	delete(lentDirs.m, id)
+	if g.uncheckedAt(l.dir.Path) {
+		g.keepLent(l.dir.Path)
+		return
+	}
 	g.dropGitFile(l.fd, l.dir.Path)
 	if err := g.restore(l.fd, sh.orig); err != nil {
 		g.log.Error("sandbox git guard: could not give a git directory back to the user: their git refuses it as dubious ownership until they take it back (sudo chown)",
@@ -366,23 +384,25 @@ func (g *gitGuard) giveBack(l lent) {
 	}
 }
 
-// dropGitFile removes a .git that is not a directory from the lent git
-// directory dir (at d beneath the workspace), before it is given back:
-// the HEAD rule lets the agent make one in a directory the dedicated uid
-// owns, and git looks for .git before it takes a directory for a bare
+// keepLent says why the git directory at d stays the dedicated uid's.
+func (g *gitGuard) keepLent(d string) {
+	g.log.Error("sandbox git guard: a git directory of the user's is not given back: it held more entries than the end looks at for the symbolic links the sandbox could have made there; look for them (find DIR -type l), then take it back (sudo chown USER DIR)",
+		"workspace", g.ws, "path", d, "entries", maxLinkWalk)
+}
+
+// dropGitFile moves aside a .git in the lent git directory dir (at d
+// beneath the workspace), before it is given back: the HEAD rule lets
+// the agent make one of any kind in a directory the dedicated uid owns,
+// and git looks for .git before it takes a directory for a bare
 // repository, so one left in a bare repository of the user's would
 // lead their git elsewhere (or fail it) once it is theirs again. Git
 // makes none in a git directory.
 func (g *gitGuard) dropGitFile(dir int, d string) {
 	var st unix.Stat_t
-	if unix.Fstatat(dir, ".git", &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	if unix.Fstatat(dir, ".git", &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
 	}
-	if err := unix.Unlinkat(dir, ".git", 0); err != nil {
-		g.log.Error("sandbox git guard: could not remove a .git the sandbox made in a git directory of the user's", "workspace", g.ws, "path", path.Join(d, ".git"), "err", err)
-		return
-	}
-	g.log.Warn("sandbox git guard: removed a .git the sandbox made in a git directory of the user's", "workspace", g.ws, "path", path.Join(d, ".git"))
+	g.log.Warn("sandbox git guard: a .git the sandbox made in a git directory of the user's", "workspace", g.ws, "path", path.Join(d, ".git"), "what", moveAside(dir, ".git"))
 }
 
 // restore gives the directory behind fd back as orig says it was, if it
@@ -436,6 +456,8 @@ func (g *gitGuard) giveBackRecord(recs []lentDir) {
 		case int(st.Uid) != g.owner:
 			// Given back already (by another record of the same lend), or
 			// taken back by the user.
+		case g.uncheckedAt(r.Path):
+			g.keepLent(r.Path)
 		default:
 			g.dropGitFile(fd, r.Path)
 			if err := g.restore(fd, r); err != nil {

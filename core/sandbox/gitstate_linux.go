@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"crypto/rand"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -51,7 +52,15 @@ import (
 
 // stateNames are the entries of a git directory that hold an operation
 // in progress, or what the next one does (see above).
-var stateNames = []string{"rebase-merge", "rebase-apply", "sequencer", "MERGE_RR", "remotes", "branches"}
+var stateNames = []string{"rebase-merge", "rebase-apply", "sequencer", "MERGE_RR", "remotes", "branches",
+	// A bisect: git bisect reset checks out what BISECT_START names,
+	// unquoted (an option), and the rest say a bisect is in progress.
+	"BISECT_START", "BISECT_LOG", "BISECT_TERMS", "BISECT_NAMES", "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK",
+	"BISECT_RUN", "BISECT_FIRST_PARENT", "BISECT_HEAD",
+	// git instaweb's web server (found in gitweb/ where none is
+	// installed), its config (include_shell), gitweb's Perl config, and
+	// the pid its --stop kills.
+	"gitweb", "pid"}
 
 // Bounds of a state's fingerprint: one bigger (a git am of thousands of
 // patches) is never taken for unchanged.
@@ -313,17 +322,39 @@ func asideRepo(ws int, gitdir string, base stateBase) []string {
 			}
 			did = append(did, path.Join(d, name)+": "+moveAside(dir, name))
 		}
-		names, _ := allNames(dir)
-		for _, name := range names {
-			if name != "index" && !strings.HasPrefix(name, "sharedindex.") {
-				continue
-			}
+		for _, name := range indexNames(dir) {
 			if why := indexWrong(dir, name, hashLen); why != "" {
 				did = append(did, path.Join(d, name)+": "+why+"; "+moveAside(dir, name))
 			}
 		}
 	})
 	return did
+}
+
+// indexNames are the indexes of the git directory dir: its index, and
+// every sharedindex.* (a split index's shared part), found by reading
+// the whole directory, however many names the agent put beside them.
+func indexNames(dir int) []string {
+	names := []string{"index"}
+	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return names
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 64<<10)
+	var batch []string
+	for {
+		n, err := unix.ReadDirent(fd, buf)
+		if err != nil || n == 0 {
+			return names
+		}
+		_, _, batch = unix.ParseDirent(buf[:n], -1, batch[:0])
+		for _, name := range batch {
+			if strings.HasPrefix(name, "sharedindex.") {
+				names = append(names, name)
+			}
+		}
+	}
 }
 
 // maxLinkWalk bounds the entries linksAside looks at in one repository.
@@ -342,9 +373,10 @@ var maxLinkWalk = 2_000_000
 // link once the session is over. A link's change time is the kernel's:
 // nothing in the sandbox can set it back (a rename or link sets it).
 // The entries git writes are looked at first; past maxLinkWalk entries
-// it stops, and says so. It returns what it did, for the log.
-func linksAside(ws int, gitdir string, since time.Time) []string {
-	var did []string
+// it stops, and says so. It returns what it did, for the log, and
+// whether it looked at every entry (whole): a repository it did not is
+// not given back (gitlend_linux.go).
+func linksAside(ws int, gitdir string, since time.Time) (did []string, whole bool) {
 	budget := maxLinkWalk
 	eachGitDir(ws, gitdir, func(dir int, d, _ string) {
 		walkGitDir(dir, d, 0, &budget, func(parent int, name, where string) {
@@ -365,7 +397,7 @@ func linksAside(ws int, gitdir string, since time.Time) []string {
 	if budget < 0 {
 		did = append(did, fmt.Sprintf("%s: more than %d entries in its git directories; those past them were not looked at for symbolic links (find %s -type l)", gitdir, maxLinkWalk, gitdir))
 	}
-	return did
+	return did, budget >= 0
 }
 
 // gitWrites are the entries of a git directory git writes, or writes
@@ -440,7 +472,8 @@ func walkGitDir(dir int, d string, depth int, budget *int, fn func(parent int, n
 // million files. A bigger one is moved aside unread.
 const maxIndex = 256 << 20
 
-// indexWrong says why the index name in dir must go, or "".
+// indexWrong says why the index name in dir must go, or "" (having
+// dropped what git derives from its entries).
 func indexWrong(dir int, name string, hashLen int) string {
 	var st unix.Stat_t
 	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
@@ -458,14 +491,56 @@ func indexWrong(dir int, name string, hashLen int) string {
 	if err != nil {
 		return fmt.Sprintf("unreadable (%v)", err)
 	}
-	bad, err := badIndexEntry([]byte(text), hashLen)
+	data := []byte(text)
+	bad, entries, err := indexEntries(data, hashLen)
 	switch {
 	case err != nil:
 		return "not an index git reads"
 	case bad != "":
 		return fmt.Sprintf("an entry git would not make, %q", bad)
 	}
+	// What git derives from the entries goes, for git to make again
+	// from them (derivedExtensions): in any index, since none of the
+	// user's is told from the agent's.
+	out, dropped, err := indexWithoutDerived(data, entries, hashLen)
+	if err != nil {
+		return "not an index git reads"
+	}
+	if len(dropped) > 0 {
+		if err := replaceFile(dir, name, out, &st); err != nil {
+			return fmt.Sprintf("its %s could not be dropped (%v)", strings.Join(dropped, ", "), err)
+		}
+	}
 	return ""
+}
+
+// replaceFile replaces the regular file name in dir with data, keeping
+// its owner and mode: a new file beside it, renamed over it.
+func replaceFile(dir int, name string, data []byte, st *unix.Stat_t) error {
+	tmp := name + ".sandbox-" + randomSuffix()
+	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, st.Mode&0o777)
+	if err != nil {
+		return os.NewSyscallError("open", err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chown(int(st.Uid), int(st.Gid))
+	}
+	if err == nil {
+		err = f.Chmod(os.FileMode(st.Mode & 0o777))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = unix.Renameat(dir, tmp, dir, name)
+	}
+	if err != nil {
+		unix.Unlinkat(dir, tmp, 0)
+	}
+	return err
 }
 
 // moveAside renames the state name of the git directory dir to a name of

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "ff41bc9296bcc1aae8474f6cce35b1b627ae63383cd4347c9af1bc9f83f3c123",
-	"arm64": "a4d10a4524fbf8e0bcc3615bf7a69f77f87790f5f0da66de7de2307a05977acb",
+	"amd64": "4cad0c8617dde6de9940b36c2b8a4a654619a9bce08e32fbfc9ae345c7999a53",
+	"arm64": "7f117d21cf7358c82f64d29bcff80457bf813fbbee4fe4f709bf0949a310f2a0",
 }

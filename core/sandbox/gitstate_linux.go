@@ -2,9 +2,9 @@ package sandbox
 
 import (
 	"crypto/rand"
-	"errors"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path"

@@ -1135,7 +1135,7 @@ func (g *gitGuard) armRecord(r guardRecord) {
 	if !r.Since.IsZero() {
 		g.since = r.Since
 	}
-	g.ruled = r.Ruled
+	g.ruled = r.Ruled && !r.Since.IsZero()
 	g.mu.Unlock()
 }
 

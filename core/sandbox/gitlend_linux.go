@@ -363,6 +363,7 @@ func (g *gitGuard) uncheckedAt(d string) bool {
 func (g *gitGuard) giveBack(l lent) {
 	defer unix.Close(l.fd)
 	id := devIno{l.dir.Dev, l.dir.Ino}
+	unchecked := g.uncheckedAt(l.dir.Path) // g.mu before lentDirs, never after (lentSince)
 	lentDirs.Lock()
 	defer lentDirs.Unlock()
 	sh := lentDirs.m[id]
@@ -373,7 +374,7 @@ func (g *gitGuard) giveBack(l lent) {
 		return
 	}
 	delete(lentDirs.m, id)
-	if g.uncheckedAt(l.dir.Path) {
+	if unchecked {
 		g.keepLent(l.dir.Path)
 		return
 	}

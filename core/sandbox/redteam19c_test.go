@@ -135,3 +135,42 @@ func TestRed19cAssumeUnchangedHidesChange(t *testing.T) {
 		t.Errorf("the user's git status and git diff show a clean tree, and their Makefile is the agent's: %q", data)
 	}
 }
+
+// TestRed19cSplitIndexRewriteBreaks (severity 3, no agent needed): a
+// split index's shared part is named by its own checksum, and the main
+// index's link extension names it by that checksum; git (read-cache.c
+// read_index_from) dies "broken index, expect X in sharedindex.X, got Y"
+// when they differ. The user's git writes the offset tables (EOIE, IEOT)
+// into the shared index too when index.threads is set; the end's index
+// rule drops them from every index, sharedindex.* too, rewriting it
+// under the same name with a new checksum. After any session, even one
+// that only ran git status, every git command of the user's fails until
+// they remove the index and reset. Fix: do not rewrite a sharedindex.*
+// in place: write it under its new checksum and rewrite the link
+// extension of each index that named the old one (or move the split
+// index aside as a whole, so git starts a new one); and check that what
+// replaceFile made still reads as git reads it.
+func TestRed19cSplitIndexRewriteBreaks(t *testing.T) {
+	requireRoot(t)
+	d := newDriver(t, NativeOptions{})
+	ws, _, git := userDir(t)
+	red19Repo(t, git, ws)
+	for _, f := range []string{"a", "b", "c"} {
+		os.WriteFile(filepath.Join(ws, f), []byte(f), 0o644)
+		os.Chown(filepath.Join(ws, f), userDirOwner, userDirOwner)
+	}
+	git(ws, "add", ".")
+	git(ws, "commit", "-qm", "files")
+	if out, err := git(ws, "-c", "index.threads=2", "update-index", "--split-index"); err != nil {
+		t.Fatal(out)
+	}
+	if out, err := git(ws, "status"); err != nil {
+		t.Fatal(out)
+	}
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.must(`cd /workspace && git status --short`))
+	b.end()
+	if out, err := git(ws, "status"); err != nil {
+		t.Errorf("the user's git status after a session that changed nothing: %v\n%s", err, out)
+	}
+}

@@ -27,13 +27,14 @@ var errIndex = errors.New("not an index")
 // repositories, 32 for SHA-256) and returns the first entry path git
 // would not make ("" if none), or errIndex.
 func badIndexEntry(data []byte, hashLen int) (string, error) {
-	bad, _, err := indexEntries(data, hashLen)
+	bad, _, err := indexEntries(data, hashLen, nil)
 	return bad, err
 }
 
 // indexEntries is badIndexEntry, and where the entries end (the first
-// extension, or the checksum).
-func indexEntries(data []byte, hashLen int) (string, int, error) {
+// extension, or the checksum); with starts, it appends where each entry
+// starts.
+func indexEntries(data []byte, hashLen int, starts *[]int) (string, int, error) {
 	if len(data) < 12+hashLen || string(data[:4]) != "DIRC" {
 		return "", 0, errIndex
 	}
@@ -47,6 +48,9 @@ func indexEntries(data []byte, hashLen int) (string, int, error) {
 	var prev []byte
 	for i := uint32(0); i < count; i++ {
 		start := off
+		if starts != nil {
+			*starts = append(*starts, start)
+		}
 		fixed := 40 + hashLen // times, dev, ino, mode, uid, gid, size; the object id
 		if off+fixed+2 > end {
 			return "", 0, errIndex
@@ -143,7 +147,13 @@ func indexVarint(b []byte) (uint64, int) {
 // relative path of non-empty components, none of them ".", ".." or .git
 // in any spelling git (with core.protectNTFS and core.protectHFS's
 // plainer forms) takes as one; a sparse directory entry ends in "/".
+// Nor one that starts with - or +, which git would make but hands, as
+// it is, to the tools difftool and mergetool run (vimdiff: vim takes
+// "+!sh x" for a command, "-Sx" for a script to source).
 func indexPathOK(path string, sparseDir bool) bool {
+	if path != "" && (path[0] == '-' || path[0] == '+') {
+		return false
+	}
 	if sparseDir {
 		var ok bool
 		if path, ok = strings.CutSuffix(path, "/"); !ok {
@@ -219,4 +229,37 @@ func indexWithoutDerived(data []byte, entries, hashLen int) ([]byte, []string, e
 	}
 	sum := sha1.Sum(out)
 	return append(out, sum[:]...), dropped, nil
+}
+
+// ieotMatches reports whether the index data's entry offset table
+// (IEOT, by which git may read its entries in threads, block by block
+// from the offsets it gives), if it has one, gives the offsets at which
+// its entries start (starts, read one after the other) and their
+// count: else git would read other entries than the index rule did.
+func ieotMatches(data []byte, entries, hashLen int, starts []int) bool {
+	end := len(data) - hashLen
+	for off := entries; off+8 <= end; {
+		sig := string(data[off : off+4])
+		size := int(binary.BigEndian.Uint32(data[off+4 : off+8]))
+		if size < 0 || size > end-off-8 {
+			return false
+		}
+		if sig == "IEOT" {
+			t := data[off+8 : off+8+size]
+			if len(t) < 4 || (len(t)-4)%8 != 0 || binary.BigEndian.Uint32(t) != 1 {
+				return false
+			}
+			k := 0
+			for i := 4; i < len(t); i += 8 {
+				at, nr := int(binary.BigEndian.Uint32(t[i:])), int(binary.BigEndian.Uint32(t[i+4:]))
+				if k >= len(starts) || at != starts[k] || nr < 0 || nr > len(starts)-k {
+					return false
+				}
+				k += nr
+			}
+			return k == len(starts)
+		}
+		off += 8 + size
+	}
+	return true
 }

@@ -161,3 +161,45 @@ func FuzzBadIndexEntry(f *testing.F) {
 		}
 	})
 }
+
+// TestIEOTMatches: an entry offset table is kept only where git, reading
+// the entries block by block from its offsets, reads those the rule read
+// one after the other (a split index's shared part keeps its tables).
+func TestIEOTMatches(t *testing.T) {
+	base := testIndex(2, []string{"a", "b", "c"})
+	body, sum := base[:len(base)-20], base[len(base)-20:]
+	var starts []int
+	if bad, entries, err := indexEntries(base, 20, &starts); bad != "" || err != nil || entries != len(body) || len(starts) != 3 {
+		t.Fatalf("%q %d %v %v", bad, entries, err, starts)
+	}
+	withIEOT := func(blocks ...[2]int) []byte {
+		ext := binary.BigEndian.AppendUint32(nil, 1)
+		for _, b := range blocks {
+			ext = binary.BigEndian.AppendUint32(ext, uint32(b[0]))
+			ext = binary.BigEndian.AppendUint32(ext, uint32(b[1]))
+		}
+		out := append(append([]byte(nil), body...), "IEOT"...)
+		out = binary.BigEndian.AppendUint32(out, uint32(len(ext)))
+		return append(append(out, ext...), sum...)
+	}
+	for _, c := range []struct {
+		name   string
+		blocks [][2]int
+		want   bool
+	}{
+		{"one block", [][2]int{{starts[0], 3}}, true},
+		{"two blocks", [][2]int{{starts[0], 1}, {starts[1], 2}}, true},
+		{"a block mid-entry", [][2]int{{starts[0], 1}, {starts[1] + 8, 2}}, false},
+		{"short count", [][2]int{{starts[0], 2}}, false},
+		{"too many", [][2]int{{starts[0], 4}}, false},
+		{"a block again", [][2]int{{starts[0], 2}, {starts[0], 1}}, false},
+	} {
+		data := withIEOT(c.blocks...)
+		if got := ieotMatches(data, len(body), 20, starts); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !ieotMatches(base, len(body), 20, starts) {
+		t.Error("an index with no table")
+	}
+}

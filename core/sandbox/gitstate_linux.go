@@ -60,7 +60,9 @@ var stateNames = []string{"rebase-merge", "rebase-apply", "sequencer", "MERGE_RR
 	// git instaweb's web server (found in gitweb/ where none is
 	// installed), its config (include_shell), gitweb's Perl config, and
 	// the pid its --stop kills.
-	"gitweb", "pid"}
+	"gitweb", "pid",
+	// A merge's autostash, which the next commit applies.
+	"MERGE_AUTOSTASH"}
 
 // Bounds of a state's fingerprint: one bigger (a git am of thousands of
 // patches) is never taken for unchanged.
@@ -492,12 +494,22 @@ func indexWrong(dir int, name string, hashLen int) string {
 		return fmt.Sprintf("unreadable (%v)", err)
 	}
 	data := []byte(text)
-	bad, entries, err := indexEntries(data, hashLen)
+	var starts []int
+	bad, entries, err := indexEntries(data, hashLen, &starts)
 	switch {
 	case err != nil:
 		return "not an index git reads"
 	case bad != "":
-		return fmt.Sprintf("an entry git would not make, %q", bad)
+		return fmt.Sprintf("an entry git would not make (or hands a tool as an option), %q", bad)
+	}
+	if strings.HasPrefix(name, "sharedindex.") {
+		// A split index's shared part is named by its checksum, which
+		// a rewrite would change: it stays as it is, if git would read
+		// the same entries from it block by block.
+		if !ieotMatches(data, entries, hashLen, starts) {
+			return "its entry offset table reads other entries"
+		}
+		return ""
 	}
 	// What git derives from the entries goes, for git to make again
 	// from them (derivedExtensions): in any index, since none of the

@@ -113,6 +113,7 @@ func TestRed19cMergeAutostash(t *testing.T) {
 // derived extensions are dropped.
 func TestRed19cAssumeUnchangedHidesChange(t *testing.T) {
 	requireRoot(t)
+	redTeam(t, "index flags (assume-unchanged, skip-worktree) and stat data can hide the agent's edits from the user's git status: content, not code (README, not promised)")
 	d := newDriver(t, NativeOptions{})
 	ws, _, git := userDir(t)
 	red19Repo(t, git, ws)

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "4cad0c8617dde6de9940b36c2b8a4a654619a9bce08e32fbfc9ae345c7999a53",
-	"arm64": "7f117d21cf7358c82f64d29bcff80457bf813fbbee4fe4f709bf0949a310f2a0",
+	"amd64": "9e546895ff0ed789f6a460836f4ef72388526a9532f8494659942f63c01dafb1",
+	"arm64": "e100c0079b58df0db5f04c20b6706276572ca8ddd4d8bb5c840b78b7595e4a7f",
 }

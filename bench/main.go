@@ -9,6 +9,7 @@
 //	go run ./bench -json            # the same report as JSON
 //	go run ./bench -only roundtrip,tmux -n 5000
 //	go run ./bench -only stream -cpuprofile /tmp/cpu.prof   # then go tool pprof
+//	go run ./bench -only api -trace /tmp/api.trace          # then go tool trace -pprof=sched /tmp/api.trace
 //
 // The sections, by -only name:
 //
@@ -91,6 +92,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"syscall"
@@ -132,6 +134,10 @@ type options struct {
 	// cpuProfile, if set, is where a CPU profile of this process over
 	// the whole run goes (go tool pprof): where a gap to a floor is.
 	cpuProfile string
+	// trace, if set, is where an execution trace of the whole run goes
+	// (go tool trace; -pprof=sched, sync, syscall for the waits a CPU
+	// profile does not see: hand-offs between goroutines, wake-ups).
+	trace string
 }
 
 // section is one part of the report, run by name.
@@ -183,6 +189,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if opts.trace != "" {
+		f, err := os.Create(opts.trace)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+			return 2
+		}
+		defer trace.Stop()
+	}
 	rep, runErr := collect(ctx, opts, stderr)
 	var werr error
 	if opts.json {
@@ -207,6 +226,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&opts.json, "json", false, "print the report as JSON")
 	fs.StringVar(&only, "only", "", "comma-separated sections to run: "+sectionNames())
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of this process over the run to this file (go tool pprof)")
+	fs.StringVar(&opts.trace, "trace", "", "write an execution trace of this process over the run to this file (go tool trace)")
 	fs.StringVar(&opts.driver, "driver", "", "[sandbox] driver of the sessions section's daemon: native or none (default both: none at 100 and 1,000 sessions, native at 100)")
 	if err := fs.Parse(args); err != nil {
 		return opts, err

@@ -32,6 +32,21 @@ func red19Repo(t *testing.T, git func(string, ...string) (string, error), dir st
 	}
 }
 
+// red19Bare makes a bare repository of the user's at ws/proj.git, with
+// the commits of a repository at ws/w pushed to it, and returns its path.
+func red19Bare(t *testing.T, git func(string, ...string) (string, error), ws string) string {
+	t.Helper()
+	bare := filepath.Join(ws, "proj.git")
+	if out, err := git(ws, "init", "-q", "--bare", "-b", "main", "proj.git"); err != nil {
+		t.Fatal(out)
+	}
+	red19Repo(t, git, filepath.Join(ws, "w"))
+	if out, err := git(filepath.Join(ws, "w"), "push", "-q", bare, "main"); err != nil {
+		t.Fatal(out)
+	}
+	return bare
+}
+
 // TestRed19DestroyDuringLendKeepsItLent: Destroy does not wait for a
 // Started in progress, and lendOwn registers its lend (take) and
 // writes its record before it changes any owner, then waits for other
@@ -358,14 +373,7 @@ func TestRed19GitFileInLentBareRepo(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
 	ws, marker, git := userDir(t)
-	bare := filepath.Join(ws, "proj.git")
-	if out, err := git(ws, "init", "-q", "--bare", "-b", "main", "proj.git"); err != nil {
-		t.Fatal(out)
-	}
-	red19Repo(t, git, filepath.Join(ws, "w"))
-	if out, err := git(filepath.Join(ws, "w"), "push", "-q", bare, "main"); err != nil {
-		t.Fatal(out)
-	}
+	bare := red19Bare(t, git, ws)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	code, out := b.run("ls -lnd proj.git; echo 'gitdir: ../nowhere' > proj.git/.git 2>&1; ls -ln proj.git/.git 2>&1")
 	t.Logf("exit %d:\n%s", code, out)

@@ -83,14 +83,7 @@ func TestRed19bGitDirInLentBareRepo(t *testing.T) {
 	requireRoot(t)
 	d := newDriver(t, NativeOptions{})
 	ws, marker, git := userDir(t)
-	bare := filepath.Join(ws, "proj.git")
-	if out, err := git(ws, "init", "-q", "--bare", "-b", "main", "proj.git"); err != nil {
-		t.Fatal(out)
-	}
-	red19Repo(t, git, filepath.Join(ws, "w"))
-	if out, err := git(filepath.Join(ws, "w"), "push", "-q", bare, "main"); err != nil {
-		t.Fatal(out)
-	}
+	bare := red19Bare(t, git, ws)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
 	code, out := b.run(`cd /workspace && git init -q --bare proj.git/.git 2>&1; sleep 0.5; git --git-dir=proj.git/.git config core.fsmonitor "touch ` + marker + `/inner; false" 2>&1; ls -lna proj.git proj.git/.git 2>&1`)
 	t.Logf("exit %d:\n%s", code, out)

@@ -22,6 +22,16 @@ func red18Hook(marker, name string) string {
 	return `#!/bin/sh\ntouch ` + marker + `/` + name + `\ncat\n`
 }
 
+// red18PlantHook has the agent of a session over ws, a directory of the
+// user's, write hooks/pre-commit there: red18Hook's, leaving name in
+// marker when it runs.
+func red18PlantHook(t *testing.T, d *Native, ws, marker, name string) {
+	t.Helper()
+	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
+	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, name) + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
+	b.end()
+}
+
 // TestRed18LinkedWorktreeHooksPath attacks a workspace that is a linked
 // worktree of a repository of the user's (`git worktree add`, a common
 // way to give an agent a checkout of its own): its .git is a file, so
@@ -566,9 +576,7 @@ func TestRed18AgentRepoShadowsEnclosing(t *testing.T) {
 	b := newBox(t, d, Spec{Workspace: filepath.Join(mono, "pkgs"), Owner: own})
 	t.Log(b.run(`cd /workspace; ls -la mid/app; for i in 1 2 3 4 5; do git init -q mid 2>&1 && break; sleep 0.2; done; ls -la mid; true`))
 	b.end()
-	b = newBox(t, d, Spec{Workspace: app, Owner: own})
-	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, "shadowed-enclosing-hook") + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
-	b.end()
+	red18PlantHook(t, d, app, marker, "shadowed-enclosing-hook")
 	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is in a workspace below the agent's repository)", out)
 }
@@ -595,9 +603,7 @@ func TestRed18EnclosingAcrossMount(t *testing.T) {
 	if o, err := git(mono, "config", "core.hooksPath", "data/hooks"); err != nil {
 		t.Fatal(o)
 	}
-	b := newBox(t, d, Spec{Workspace: data, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, "across-mount-hook") + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
-	b.end()
+	red18PlantHook(t, d, data, marker, "across-mount-hook")
 	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is in a workspace on another file system)", out)
 }
@@ -622,9 +628,7 @@ func TestRed18NestedRepoHidesOuter(t *testing.T) {
 	if o, err := git(mono, "config", "core.hooksPath", "lib/app/hooks"); err != nil {
 		t.Fatal(o)
 	}
-	b := newBox(t, d, Spec{Workspace: app, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, "outer-behind-nested-hook") + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
-	b.end()
+	red18PlantHook(t, d, app, marker, "outer-behind-nested-hook")
 	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is below a nested repository of theirs)", out)
 }
@@ -643,9 +647,7 @@ func TestRed18RepoConfigTildeIntoWorkspace(t *testing.T) {
 	withHome(t, userDirOwner, home)
 	red17Repo(t, git, ws)
 	writeAs(t, userDirOwner, filepath.Join(ws, ".git", "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\thooksPath = ~/"+filepath.Base(ws)+"/hooks\n", 0o644)
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, "tilde-hook") + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
-	b.end()
+	red18PlantHook(t, d, ws, marker, "tilde-hook")
 	out, _ := gitWithHome(userDirOwner, home, ws, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit, the repository's hooksPath ~/proj/hooks)", out)
 }

@@ -23,12 +23,12 @@ func red18Hook(marker, name string) string {
 }
 
 // red18PlantHook has the agent of a session over ws, a directory of the
-// user's, write hooks/pre-commit there: red18Hook's, leaving name in
-// marker when it runs.
-func red18PlantHook(t *testing.T, d *Native, ws, marker, name string) {
+// user's, write dir/pre-commit there (dir beneath the workspace):
+// red18Hook's, leaving name in marker when it runs.
+func red18PlantHook(t *testing.T, d *Native, ws, dir, marker, name string) {
 	t.Helper()
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace; mkdir -p hooks; printf '` + red18Hook(marker, name) + `' > hooks/pre-commit; chmod +x hooks/pre-commit; ls -la hooks; true`))
+	t.Log(b.run(`cd /workspace; mkdir -p ` + dir + `; printf '` + red18Hook(marker, name) + `' > ` + dir + `/pre-commit; chmod +x ` + dir + `/pre-commit; ls -la ` + dir + `; true`))
 	b.end()
 }
 
@@ -57,9 +57,7 @@ func TestRed18LinkedWorktreeHooksPath(t *testing.T) {
 	if o, err := git(main, "worktree", "add", "-q", "-b", "agent", ws); err != nil {
 		t.Fatal(o)
 	}
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace; cat .git; mkdir -p .husky/_; printf '` + red18Hook(marker, "linked-worktree-hook") + `' > .husky/_/pre-commit; chmod +x .husky/_/pre-commit; ls -la .husky/_; true`))
-	b.end()
+	red18PlantHook(t, d, ws, ".husky/_", marker, "linked-worktree-hook")
 	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit in a linked worktree whose repository has core.hooksPath = .husky/_)", out)
 }
@@ -250,9 +248,7 @@ func TestRed18InitTemplateDir(t *testing.T) {
 	os.Chown(tmpl, userDirOwner, userDirOwner)
 	os.Chown(filepath.Join(tmpl, "hooks"), userDirOwner, userDirOwner)
 	writeAs(t, userDirOwner, filepath.Join(home, ".gitconfig"), "[init]\n\ttemplateDir = "+tmpl+"\n[user]\n\tname = me\n\temail = me@example.com\n", 0o644)
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace; printf '` + red18Hook(marker, "template-hook") + `' > git-template/hooks/pre-commit; chmod +x git-template/hooks/pre-commit; ls -la git-template/hooks; true`))
-	b.end()
+	red18PlantHook(t, d, ws, "git-template/hooks", marker, "template-hook")
 	fresh, _, _ := userDir(t)
 	var out strings.Builder
 	for _, c := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "first"}} {
@@ -288,9 +284,7 @@ func TestRed18SubmoduleConfigNames(t *testing.T) {
 			t.Fatal(o)
 		}
 	}
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace/sub; cat .git; mkdir -p .husky/_; printf '` + red18Hook(marker, "submodule-hook") + `' > .husky/_/pre-commit; chmod +x .husky/_/pre-commit; ls -la .husky/_; true`))
-	b.end()
+	red18PlantHook(t, d, ws, "sub/.husky/_", marker, "submodule-hook")
 	out, _ := git(filepath.Join(ws, "sub"), "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit in a submodule whose config has core.hooksPath = .husky/_)", out)
 }
@@ -576,7 +570,7 @@ func TestRed18AgentRepoShadowsEnclosing(t *testing.T) {
 	b := newBox(t, d, Spec{Workspace: filepath.Join(mono, "pkgs"), Owner: own})
 	t.Log(b.run(`cd /workspace; ls -la mid/app; for i in 1 2 3 4 5; do git init -q mid 2>&1 && break; sleep 0.2; done; ls -la mid; true`))
 	b.end()
-	red18PlantHook(t, d, app, marker, "shadowed-enclosing-hook")
+	red18PlantHook(t, d, app, "hooks", marker, "shadowed-enclosing-hook")
 	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is in a workspace below the agent's repository)", out)
 }
@@ -603,7 +597,7 @@ func TestRed18EnclosingAcrossMount(t *testing.T) {
 	if o, err := git(mono, "config", "core.hooksPath", "data/hooks"); err != nil {
 		t.Fatal(o)
 	}
-	red18PlantHook(t, d, data, marker, "across-mount-hook")
+	red18PlantHook(t, d, data, "hooks", marker, "across-mount-hook")
 	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is in a workspace on another file system)", out)
 }
@@ -628,7 +622,7 @@ func TestRed18NestedRepoHidesOuter(t *testing.T) {
 	if o, err := git(mono, "config", "core.hooksPath", "lib/app/hooks"); err != nil {
 		t.Fatal(o)
 	}
-	red18PlantHook(t, d, app, marker, "outer-behind-nested-hook")
+	red18PlantHook(t, d, app, "hooks", marker, "outer-behind-nested-hook")
 	out, _ := git(mono, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit at ~/mono, whose hooksPath is below a nested repository of theirs)", out)
 }
@@ -647,7 +641,7 @@ func TestRed18RepoConfigTildeIntoWorkspace(t *testing.T) {
 	withHome(t, userDirOwner, home)
 	red17Repo(t, git, ws)
 	writeAs(t, userDirOwner, filepath.Join(ws, ".git", "config"), "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\thooksPath = ~/"+filepath.Base(ws)+"/hooks\n", 0o644)
-	red18PlantHook(t, d, ws, marker, "tilde-hook")
+	red18PlantHook(t, d, ws, "hooks", marker, "tilde-hook")
 	out, _ := gitWithHome(userDirOwner, home, ws, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit, the repository's hooksPath ~/proj/hooks)", out)
 }

@@ -225,9 +225,7 @@ func TestRed18bHooksPathThroughSymlink(t *testing.T) {
 	if o, err := git(ws, "config", "core.hooksPath", link+"/.githooks"); err != nil {
 		t.Fatal(o)
 	}
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace; mkdir -p .githooks; printf '` + red18Hook(marker, "hookspath-through-symlink") + `' > .githooks/pre-commit; chmod +x .githooks/pre-commit; ls -la .githooks; true`))
-	b.end()
+	red18PlantHook(t, d, ws, ".githooks", marker, "hookspath-through-symlink")
 	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit, core.hooksPath an absolute path through a symlink to the workspace)", out)
 }
@@ -254,9 +252,7 @@ func TestRed18bRepoIncludeOutside(t *testing.T) {
 	if o, err := git(ws, "config", "include.path", inc); err != nil {
 		t.Fatal(o)
 	}
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace; mkdir -p .githooks; printf '` + red18Hook(marker, "include-outside-hookspath") + `' > .githooks/pre-commit; chmod +x .githooks/pre-commit; ls -la .githooks; true`))
-	b.end()
+	red18PlantHook(t, d, ws, ".githooks", marker, "include-outside-hookspath")
 	out, _ := git(ws, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit, the repository's config including a file outside the workspace that sets core.hooksPath = .githooks)", out)
 }
@@ -284,9 +280,7 @@ func TestRed18bNestedLinkedWorktree(t *testing.T) {
 	if o, err := git(main, "worktree", "add", "-q", "-b", "agent", wt); err != nil {
 		t.Fatal(o)
 	}
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace/feature; cat .git; mkdir -p .husky/_; printf '` + red18Hook(marker, "nested-linked-worktree-hook") + `' > .husky/_/pre-commit; chmod +x .husky/_/pre-commit; ls -la .husky/_; true`))
-	b.end()
+	red18PlantHook(t, d, ws, "feature/.husky/_", marker, "nested-linked-worktree-hook")
 	out, _ := git(wt, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit in a linked worktree inside the workspace, whose repository outside has core.hooksPath = .husky/_)", out)
 }
@@ -320,9 +314,7 @@ func TestRed18bNestedGitLinkToOutsideGitDir(t *testing.T) {
 	if o, err := git(app, "checkout", "-q", "-f"); err != nil {
 		t.Fatal(o)
 	}
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace/app; ls -la; mkdir -p .githooks; printf '` + red18Hook(marker, "git-link-hooks") + `' > .githooks/pre-commit; chmod +x .githooks/pre-commit; true`))
-	b.end()
+	red18PlantHook(t, d, ws, "app/.githooks", marker, "git-link-hooks")
 	out, _ := git(app, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit in a checkout whose .git is a link to its git directory outside, with core.hooksPath = .githooks)", out)
 }
@@ -380,9 +372,7 @@ func TestRed18bSubmoduleOfEnclosingRepo(t *testing.T) {
 		t.Fatal(o)
 	}
 	ws := filepath.Join(main, "packages")
-	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.run(`cd /workspace/lib; cat .git; mkdir -p .githooks; printf '` + red18Hook(marker, "submodule-of-enclosing-hooks") + `' > .githooks/pre-commit; chmod +x .githooks/pre-commit; true`))
-	b.end()
+	red18PlantHook(t, d, ws, "lib/.githooks", marker, "submodule-of-enclosing-hooks")
 	out, _ := git(lib, "commit", "-q", "--allow-empty", "-m", "mine")
 	noMarks(t, marker, "the user (git commit in a submodule in the workspace whose git directory is the enclosing superproject's, with core.hooksPath = .githooks)", out)
 }

@@ -116,35 +116,46 @@ func stateDirs(ws int, gitdir string) []string {
 }
 
 // dirNames are the names of the directories in rel beneath ws (none if
-// it is missing or a symlink on the way).
+// it is missing or a symlink on the way), at most 1000.
 func dirNames(ws int, rel string) []string {
 	fd, err := openBeneath(ws, rel)
 	if err != nil {
 		return nil
 	}
 	defer unix.Close(fd)
+	var names []string
+	eachName(fd, func(name string) bool {
+		var st unix.Stat_t
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			names = append(names, name)
+		}
+		return len(names) < 1000
+	})
+	return names
+}
+
+// eachName calls fn with each name in the directory fd (O_PATH), in the
+// directory's order, until fn returns false; the error is the reading's.
+func eachName(fd int, fn func(name string) bool) error {
 	dir, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil
+		return err
 	}
 	defer unix.Close(dir)
-	var names []string
-	buf := make([]byte, 8192)
-	for len(names) < 1000 {
+	buf := make([]byte, 64<<10)
+	var batch []string
+	for {
 		n, err := unix.ReadDirent(dir, buf)
 		if err != nil || n == 0 {
-			break
+			return err
 		}
-		var ents []string
-		_, _, ents = unix.ParseDirent(buf[:n], -1, ents)
-		for _, e := range ents {
-			var st unix.Stat_t
-			if unix.Fstatat(dir, e, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				names = append(names, e)
+		_, _, batch = unix.ParseDirent(buf[:n], -1, batch[:0])
+		for _, name := range batch {
+			if !fn(name) {
+				return nil
 			}
 		}
 	}
-	return names
 }
 
 // fingerprint is a digest of name in dir (a state: a file, or a
@@ -212,25 +223,12 @@ func fingerprint(dir int, name string) string {
 // allNames are the names in the directory fd (O_PATH), sorted; ok is
 // false past maxStateEntries.
 func allNames(fd int) ([]string, bool) {
-	dir, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, false
-	}
-	defer unix.Close(dir)
 	var names []string
-	buf := make([]byte, 8192)
-	for {
-		n, err := unix.ReadDirent(dir, buf)
-		if err != nil {
-			return nil, false
-		}
-		if n == 0 {
-			break
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
-		if len(names) > maxStateEntries {
-			return nil, false
-		}
+	if err := eachName(fd, func(name string) bool {
+		names = append(names, name)
+		return len(names) <= maxStateEntries
+	}); err != nil || len(names) > maxStateEntries {
+		return nil, false
 	}
 	slices.Sort(names)
 	return names, true
@@ -338,25 +336,13 @@ func asideRepo(ws int, gitdir string, base stateBase) []string {
 // the whole directory, however many names the agent put beside them.
 func indexNames(dir int) []string {
 	names := []string{"index"}
-	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return names
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, 64<<10)
-	var batch []string
-	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if err != nil || n == 0 {
-			return names
+	eachName(dir, func(name string) bool {
+		if strings.HasPrefix(name, "sharedindex.") {
+			names = append(names, name)
 		}
-		_, _, batch = unix.ParseDirent(buf[:n], -1, batch[:0])
-		for _, name := range batch {
-			if strings.HasPrefix(name, "sharedindex.") {
-				names = append(names, name)
-			}
-		}
-	}
+		return true
+	})
+	return names
 }
 
 // maxLinkWalk bounds the entries linksAside looks at in one repository.

@@ -7,6 +7,6 @@ const GoVersion = "go1.26.8"
 
 // sums are the SHA-256 of each carried program, uncompressed, by GOARCH.
 var sums = map[string]string{
-	"amd64": "9e546895ff0ed789f6a460836f4ef72388526a9532f8494659942f63c01dafb1",
-	"arm64": "e100c0079b58df0db5f04c20b6706276572ca8ddd4d8bb5c840b78b7595e4a7f",
+	"amd64": "ce0b03bb35f35f55c038538eaff5296deef364f9bffc2971f3ca5dbde9bd349d",
+	"arm64": "b225c7aef88252da891d241fca972a0600293c7ac1a55964e6c33e25543af193",
 }

@@ -109,7 +109,7 @@ func (b *bench) sessionsWith(ctx context.Context, s *Section, r sessionRun) erro
 	if r.driver == config.DriverNative {
 		note("native sandboxes are measured at %d sessions only, not 1,000 as with driver none: each is a sandbox init (this binary) and its bash, and a thousand of them would take a small machine longer than the report should (-driver native measures the same).", large)
 	}
-	note("RSS is VmRSS from /proc/PID/status, read 0.5 s after the last `true`; the starting point is after one session was created, used and purged (the first one's one-off costs are not per session). Go's heap keeps garbage until its next GC, which is part of what the daemon costs.")
+	note("RSS is VmRSS from /proc/PID/status, read 0.5 s after the last `true`; the starting point is after one session was created, used and purged (the first one's one-off costs are not per session). Go's heap keeps garbage until its next GC, which is part of what the daemon costs: with [daemon] heap_floor_mb (32 by default) the daemon collects only once its heap reaches that size while less than half of it is live, so at 100 sessions up to that much garbage is in both readings and the per-session figure swings with where the heap stood; at 1,000 the live heap is past the floor.")
 	fdLimit, limErr := openFileLimit(d.pid)
 
 	warm, err := d.cl.CreateSession(ctx, daemon.CreateRequest{})

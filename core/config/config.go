@@ -79,6 +79,11 @@ type Daemon struct {
 	// ShutdownGrace is how long running commands may go on after SIGTERM
 	// before they are interrupted.
 	ShutdownGrace Duration `toml:"shutdown_grace"`
+
+	// HeapFloorMB is the size in MiB the daemon's Go heap may reach
+	// before the garbage collector runs, however little of it is live
+	// (core/heapfloor); 0 leaves GOGC's own pacing.
+	HeapFloorMB int `toml:"heap_floor_mb"`
 }
 
 // Sandbox is the [sandbox] table: where each session's shell runs.
@@ -286,6 +291,7 @@ func Default() Config {
 			MaxConnsPerPeer: 512,
 			MaxSessions:     1000,
 			ShutdownGrace:   Duration{10 * time.Second},
+			HeapFloorMB:     32,
 		},
 		Sandbox: Sandbox{
 			Driver:       DriverNative,

@@ -49,8 +49,8 @@ func TestDefaultFileHasEverySetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := settings(reflect.TypeFor[Config](), nil)
-	if len(keys) != 55 {
-		t.Errorf("Config has %d settings, this test expects 55: check the list below still means something", len(keys))
+	if len(keys) != 56 {
+		t.Errorf("Config has %d settings, this test expects 56: check the list below still means something", len(keys))
 	}
 	lines := strings.Split(string(data), "\n")
 	at := keyLines(string(data))

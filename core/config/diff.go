@@ -41,7 +41,7 @@ func changed(a, b reflect.Value, prefix string, out *[]string) {
 // settings (its warm pool holds sandboxes already made with them, and a
 // session must not get old or new limits by the luck of a pool hit). A key
 // is restart-only if it is listed or lies in a listed table.
-var restartOnly = []string{"daemon.socket", "daemon.data_dir", "store.path", "store.durability", "sandbox"}
+var restartOnly = []string{"daemon.socket", "daemon.data_dir", "daemon.heap_floor_mb", "store.path", "store.durability", "sandbox"}
 
 // RestartOnly reports whether a changed key takes effect only after a
 // restart.

@@ -132,6 +132,7 @@ func (c *Config) check(set func(key string) bool) []*KeyError {
 	bounded("daemon.max_conns_per_peer", dm.MaxConnsPerPeer, 1, 1<<20)
 	bounded("daemon.max_sessions", dm.MaxSessions, 1, 100000)
 	positive("daemon.shutdown_grace", dm.ShutdownGrace)
+	bounded("daemon.heap_floor_mb", dm.HeapFloorMB, 0, 1<<20)
 
 	hk := &c.Hooks
 	positive("hooks.budget", hk.Budget)

@@ -23,6 +23,7 @@ import (
 	"github.com/harnessd/harnessd/core/api"
 	"github.com/harnessd/harnessd/core/config"
 	"github.com/harnessd/harnessd/core/daemon"
+	"github.com/harnessd/harnessd/core/heapfloor"
 	"github.com/harnessd/harnessd/core/mcp"
 	"github.com/harnessd/harnessd/core/systemd"
 	"github.com/harnessd/harnessd/hooks"
@@ -99,6 +100,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	tighten(dataDir, cfg.SocketPath(nil), log)
+	defer heapfloor.Set(uint64(cfg.Daemon.HeapFloorMB) << 20)()
 	metrics := daemon.NewMetrics()
 	storePath := cfg.StorePath(nil)
 	if err := os.MkdirAll(filepath.Dir(storePath), 0o700); err != nil {

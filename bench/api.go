@@ -44,12 +44,12 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 	if err != nil {
 		return err
 	}
-	strict, err := startInProcess(ctx, filepath.Join(dir, "strict"), config.DurabilityStrict)
+	strict, err := startInProcess(ctx, filepath.Join(dir, "strict"), config.DurabilityStrict, b.opts.heapFloor)
 	if err != nil {
 		return err
 	}
 	defer strict.stop()
-	batch, err := startInProcess(ctx, filepath.Join(dir, "batch"), config.DurabilityBatch)
+	batch, err := startInProcess(ctx, filepath.Join(dir, "batch"), config.DurabilityBatch, b.opts.heapFloor)
 	if err != nil {
 		return err
 	}
@@ -88,6 +88,7 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 		fmt.Sprintf("api: `harnessd serve` in this process (serve.Run, sandbox driver none) on a unix socket, store and socket in %s; api.Client.Act(cmd_run \"true\") on one session, wall clock around Act.", dir),
 		fmt.Sprintf("all take turns in %d slices of %d after %d untimed each: api strict, api batch (store.Options.SyncEvery %s), terminal.Run(\"true\") in-process, one bbolt Update putting one key (default fsync) in the same directory, a message action through each daemon (API and one store commit, no shell), which splits the round trip into its API-and-store and its terminal parts, and GET /healthz on the batch daemon.", apiRounds, per, warmUp, serve.BatchSyncEvery),
 		"strict floor: the cmd_run commit and the cmd_output commit, each fsynced, plus the terminal's own round trip.",
+		heapFloorNote(b.opts.heapFloor),
 		fmt.Sprintf("strict - batch p50 = %s (what the two syncs cost through the store; 2x bare commit = %s); batch - terminal p50 = %s (API, session, store without sync).",
 			formatSeconds((st.p50-ba.p50).Seconds()), formatSeconds((2*bc.p50).Seconds()), formatSeconds((ba.p50-tm.p50).Seconds())),
 		fmt.Sprintf("what the batch round trip (p50 %s) is made of, from p50s of this run: the terminal %s; an HTTP request with nothing behind it (GET /healthz through the same client) %s; two commits without fsync with the pipeline around each (a message action minus /healthz: %s each) %s; the rest %s: the action and observation hooks, the command's recording, trimming and output, and the hand-offs between them.",
@@ -163,6 +164,18 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 	return nil
 }
 
+// heapFloorNote says what garbage collection the api section's daemons
+// ran under.
+func heapFloorNote(floor int) string {
+	if floor < 0 {
+		floor = config.Default().Daemon.HeapFloorMB
+	}
+	if floor == 0 {
+		return "garbage collection: Go's own pacing (-heap-floor-mb 0): a collection each time the heap doubles over what is live, here every ~50 actions."
+	}
+	return fmt.Sprintf("garbage collection: serve.Run sets a heap floor of %d MiB ([daemon] heap_floor_mb; core/heapfloor), process-wide, so here for the bench's whole process as for a daemon's: with a few MiB live the collector runs every few hundred actions rather than every ~50, which was most of each p99 (-heap-floor-mb 0 shows Go's own pacing).", floor)
+}
+
 // inProcess is one `harnessd serve` run by serve.Run in this process.
 type inProcess struct {
 	cl     *api.Client
@@ -209,10 +222,14 @@ func (b *bench) takeTurns(ctx context.Context, probes []probe) (per int, err err
 
 // startInProcess serves a daemon over dir (store, workspaces and socket)
 // with the given durability and no sandbox, and creates one session.
-func startInProcess(ctx context.Context, dir, durability string) (*inProcess, error) {
+// heapFloor is its [daemon] heap_floor_mb, or -1 for the default.
+func startInProcess(ctx context.Context, dir, durability string, heapFloor int) (*inProcess, error) {
 	p, err := startDaemon(ctx, dir, func(c *config.Config) {
 		c.Sandbox.Driver = config.DriverNone
 		c.Store.Durability = durability
+		if heapFloor >= 0 {
+			c.Daemon.HeapFloorMB = heapFloor
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("daemon (%s): %w", durability, err)

@@ -21,7 +21,7 @@ func (b *bench) mcp(ctx context.Context, s *Section) error {
 	if err != nil {
 		return err
 	}
-	d, err := startInProcess(ctx, dir, config.DurabilityStrict)
+	d, err := startInProcess(ctx, dir, config.DurabilityStrict, b.opts.heapFloor)
 	if err != nil {
 		return err
 	}

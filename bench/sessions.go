@@ -98,18 +98,18 @@ func (b *bench) sessionsWith(ctx context.Context, s *Section, r sessionRun) erro
 	if err != nil {
 		return err
 	}
-	d, err := startChild(ctx, dir, childConfig{driver: r.driver, sessions: large})
+	d, err := startChild(ctx, dir, childConfig{driver: r.driver, sessions: large, goPacing: true})
 	if err != nil {
 		return err
 	}
 	defer d.stop(s, r.prefix)
 	note := func(format string, args ...any) { s.Notes = append(s.Notes, r.prefix+fmt.Sprintf(format, args...)) }
-	note("daemon: this binary re-exec'd as `harnessd serve` (cli.Main), pid %d, strict durability, [sandbox] driver = %q, pool_size = 0 (every create is cold), [daemon] max_sessions = %d; its log is %s.", d.pid, r.driver, d.maxSessions, d.log)
+	note("daemon: this binary re-exec'd as `harnessd serve` (cli.Main), pid %d, strict durability, [sandbox] driver = %q, pool_size = 0 (every create is cold), [daemon] max_sessions = %d, heap_floor_mb = 0; its log is %s.", d.pid, r.driver, d.maxSessions, d.log)
 	note("sessions are created in blocks of %d, the first with one client, then alternately %d clients (each its own api.Client) and one, so both rates are taken over the same range of live sessions; each new session then runs `true` once (untimed), so its shell is warm, and stays idle.", r.block, concurrentClients)
 	if r.driver == config.DriverNative {
 		note("native sandboxes are measured at %d sessions only, not 1,000 as with driver none: each is a sandbox init (this binary) and its bash, and a thousand of them would take a small machine longer than the report should (-driver native measures the same).", large)
 	}
-	note("RSS is VmRSS from /proc/PID/status, read 0.5 s after the last `true`; the starting point is after one session was created, used and purged (the first one's one-off costs are not per session). Go's heap keeps garbage until its next GC, which is part of what the daemon costs: with [daemon] heap_floor_mb (32 by default) the daemon collects only once its heap reaches that size while less than half of it is live, so at 100 sessions up to that much garbage is in both readings and the per-session figure swings with where the heap stood; at 1,000 the live heap is past the floor.")
+	note("RSS is VmRSS from /proc/PID/status, read 0.5 s after the last `true`; the starting point is after one session was created, used and purged (the first one's one-off costs are not per session). Go's heap keeps garbage until its next GC, which is part of what the daemon costs. The heap floor is off here (heap_floor_mb = 0, Go's own pacing): it is a fixed cost, up to its size in RSS while less than half of it is live, which would hide in or inflate a per-session figure taken at 100 sessions depending on where the heap stood.")
 	fdLimit, limErr := openFileLimit(d.pid)
 
 	warm, err := d.cl.CreateSession(ctx, daemon.CreateRequest{})
@@ -271,6 +271,7 @@ type childConfig struct {
 	poolSize int    // [sandbox] pool_size; 0 turns the warm pool off
 	batch    bool   // [store] durability = "batch" rather than "strict"
 	sessions int    // how many sessions it will hold at most (max_sessions is at least twice that)
+	goPacing bool   // [daemon] heap_floor_mb = 0: Go's own GC pacing, no heap floor
 }
 
 // startChild writes a harness.toml for a daemon over dir, starts it, and
@@ -287,8 +288,12 @@ func startChild(ctx context.Context, dir string, cc childConfig) (*child, error)
 	if cc.batch {
 		durability = config.DurabilityBatch
 	}
-	toml := fmt.Sprintf("[daemon]\nmax_sessions = %d\nshutdown_grace = \"1s\"\n\n[sandbox]\ndriver = %q\npool_size = %d\n\n[store]\ndurability = %q\n",
-		c.maxSessions, cc.driver, cc.poolSize, durability)
+	floor := ""
+	if cc.goPacing {
+		floor = "heap_floor_mb = 0\n"
+	}
+	toml := fmt.Sprintf("[daemon]\nmax_sessions = %d\nshutdown_grace = \"1s\"\n%s\n[sandbox]\ndriver = %q\npool_size = %d\n\n[store]\ndurability = %q\n",
+		c.maxSessions, floor, cc.driver, cc.poolSize, durability)
 	if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}

@@ -1,41 +1,54 @@
-// Package heapfloor lets the Go heap grow to a floor before the garbage
-// collector runs, however little of it is live.
+// Package heapfloor keeps the Go garbage collector's heap goal at a
+// floor, however little of the heap is live.
 //
 // # Why
 //
-// With GOGC=100 the collector runs each time the heap doubles over what
-// the last cycle found live, and never below 4 MiB. An idle-ish daemon
-// keeps a few MiB live, and each API action allocates tens of KiB (two
-// bbolt commits, JSON, the hooks' Lua tables), so it collected every 50
-// actions or so; a collection on a 2-core machine shared with the
-// sessions' shells costs a millisecond or two of the actions it lands on,
-// which was most of the API's p99. A floor of tens of MiB cuts those
-// cycles several-fold while the heap is small, and changes nothing once
-// the live heap passes half the floor: there GOGC's doubling is already
-// above it. (runtime/debug has no minimum heap setting; Go's own
-// heapMinimum is 4 MiB times GOGC/100.)
+// With GOGC=100 the collector's goal is twice what the last cycle found
+// live, and never below 4 MiB. An idle-ish daemon keeps a few MiB live,
+// and each API action allocates tens of KiB (two bbolt commits, JSON, the
+// hooks' Lua tables), so it collected every 50 actions or so; a
+// collection on a 2-core machine shared with the sessions' shells costs a
+// millisecond or two of the actions it lands on, which was most of the
+// API's p99. A floor of tens of MiB cuts those cycles several-fold while
+// the heap is small, and changes nothing once GOGC's own goal is above
+// it (at GOGC=100, once a little under half the floor is live).
+// runtime/debug has no minimum heap setting; Go's own minimum is 4 MiB
+// times GOGC/100.
 //
 // # Basics
 //
 //	stop := heapfloor.Set(32 << 20)
 //	defer stop()
 //
-// Set works out the GOGC percent that puts the next collection at the
+// Set works out the GOGC percent that puts the collector's goal at the
 // floor from the live heap the runtime reports (runtime/metrics), and
-// does so again after each collection, never going under the percent it
-// found (GOGC or 100). Floors set at once (two daemons in one test
-// process) count as their largest. The last stop puts the percent it
-// found back.
+// does so again after collections, never going under the percent it
+// found. Floors set at once (two daemons in one test process) count as
+// their largest. The last stop puts back the percent, and the memory
+// limit, it found.
 //
 // # Caveats
 //
-// GOGC=off is left alone, and a GOMEMLIMIT still bounds the heap as
-// usual. The re-evaluation after each collection runs from a cleanup
-// (runtime.AddCleanup) on a small object made for it, on the runtime's
-// cleanup goroutine; it costs a runtime/metrics read per cycle.
+// GOGC=off is left alone, and so is anyone's later change of the
+// percent: a percent the tuner did not set becomes its new base (off
+// ends the tuning). The percent is worked out from the live heap of the
+// last collection and applied to the next, so a live heap that jumps
+// between two collections (a burst of sessions) would let the next goal
+// grow by the same factor times the floor until the re-evaluation runs,
+// which is after that collection, on the runtime's cleanup goroutine
+// (runtime.AddCleanup on a small object made for it), and can lag on a
+// starved machine. A memory limit (debug.SetMemoryLimit) bounds that:
+// twice the goal the floor means plus what the runtime holds besides the
+// heap, and never under what it has mapped now (a lower limit would make
+// it collect back to back until the memory went back to the OS). It is
+// re-evaluated with the percent, and left alone when GOMEMLIMIT (or
+// anyone before Set) has set one, which then bounds the heap as usual.
+// The 4 MiB minimum is the runtime's default; a build with
+// GOEXPERIMENT=heapminimum512kib gets an eighth of the floor.
 package heapfloor
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -48,37 +61,41 @@ import (
 // past the floor.
 const heapMinimum = 4 << 20
 
-// state is the process's one tuner: GOGC is process-wide.
+// state is the process's one tuner: GOGC and the memory limit are
+// process-wide.
 var state struct {
 	mu     sync.Mutex
 	floors map[int]uint64 // by Set call, the floors in force
 	next   int            // key of the next Set
-	base   int            // the percent found when the first floor was set
-	gen    int            // bumped when the last floor goes, so a pending cleanup stops re-arming
+	base   int            // the percent found when the first floor was set, or set by someone since
+	set    int            // the percent the tuner set last
+	limit  bool           // whether the memory limit is ours to set (none was set before)
+	gen    int            // bumped when tuning ends, so a pending cleanup stops re-arming
 }
 
-// sentinel is the object whose cleanup runs once per collection cycle:
+// sentinel is the object whose cleanup runs after a collection cycle:
 // it holds a pointer so that it is not batched by the tiny allocator,
 // whose blocks may outlive their objects.
 type sentinel struct{ _ *int }
 
-// Set asks for the heap to grow to floor bytes before a collection, and
+// Set asks for the collector's goal to be at least floor bytes, and
 // returns the function that withdraws the request. A floor of 0 asks
-// nothing. stop may be called more than once.
+// nothing, and so does any floor while GOGC is off. stop may be called
+// more than once.
 func Set(floor uint64) (stop func()) {
 	if floor == 0 {
 		return func() {}
 	}
 	state.mu.Lock()
+	defer state.mu.Unlock()
 	if len(state.floors) == 0 {
-		base := debug.SetGCPercent(100)
-		debug.SetGCPercent(base)
+		base := gcPercent()
 		if base < 0 {
 			// GOGC=off: whoever turned the collector off wants it off.
-			state.mu.Unlock()
 			return func() {}
 		}
-		state.base = base
+		state.base, state.set = base, base
+		state.limit = debug.SetMemoryLimit(-1) == math.MaxInt64
 		state.floors = make(map[int]uint64)
 		state.gen++
 		arm(state.gen)
@@ -87,26 +104,41 @@ func Set(floor uint64) (stop func()) {
 	state.next++
 	state.floors[key] = floor
 	tuneLocked()
-	state.mu.Unlock()
+	gen := state.gen
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			state.mu.Lock()
 			defer state.mu.Unlock()
+			if gen != state.gen {
+				return // tuning ended meanwhile (GOGC turned off)
+			}
 			delete(state.floors, key)
-			if len(state.floors) == 0 {
-				state.gen++
-				debug.SetGCPercent(state.base)
+			if len(state.floors) > 0 {
+				tuneLocked()
 				return
 			}
-			tuneLocked()
+			endLocked()
+			if gcPercent() == state.set {
+				debug.SetGCPercent(state.base)
+			}
 		})
 	}
 }
 
+// endLocked ends the tuning: no more re-evaluations, and the memory
+// limit, if it was ours, is none again.
+func endLocked() {
+	state.gen++
+	state.floors = nil
+	if state.limit {
+		debug.SetMemoryLimit(math.MaxInt64)
+	}
+}
+
 // arm makes a sentinel whose cleanup, after the collection that finds it
-// unreachable, tunes again and arms the next; gen ends the chain once the
-// last floor is withdrawn.
+// unreachable, tunes again and arms the next; gen ends the chain once
+// tuning ends.
 func arm(gen int) {
 	s := new(sentinel)
 	runtime.AddCleanup(s, func(gen int) {
@@ -116,21 +148,40 @@ func arm(gen int) {
 			return
 		}
 		tuneLocked()
-		arm(gen)
+		if gen == state.gen {
+			arm(gen)
+		}
 	}, gen)
 }
 
-// samples are the runtime/metrics the percent is worked out from: what
-// the last cycle marked live, and the stacks and globals GOGC also
-// scales by (the pacer's goal is live + (live+stacks+globals)*GOGC/100).
-var sampleNames = [...]string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes"}
-
-// tuneLocked sets the percent for the largest floor; state.mu is held.
-func tuneLocked() {
-	var floor uint64
-	for _, f := range state.floors {
-		floor = max(floor, f)
+// gcPercent reads GOGC without setting it (-1 is off).
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 100
 	}
+	return int(int64(s[0].Value.Uint64()))
+}
+
+// sampleNames are the runtime/metrics the percent and the limit are
+// worked out from: GOGC as it is; what the last cycle marked live, and
+// the stacks and globals GOGC also scales by (the pacer's goal is live +
+// (live+stacks+globals)*GOGC/100); then what the runtime has mapped,
+// and of it the heap's own (objects, unused and free spans, and what it
+// has released to the OS), the rest being what it holds besides the
+// heap.
+var sampleNames = [...]string{
+	"/gc/gogc:percent",
+	"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes",
+	"/memory/classes/total:bytes", "/memory/classes/heap/objects:bytes", "/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes",
+}
+
+// tuneLocked sets the percent, and the memory limit if it is ours, for
+// the largest floor; state.mu is held. A percent someone else has set
+// since the tuner's last becomes the base; off ends the tuning.
+func tuneLocked() {
 	var s [len(sampleNames)]metrics.Sample
 	for i, n := range sampleNames {
 		s[i].Name = n
@@ -142,14 +193,43 @@ func tuneLocked() {
 			v[i] = s[i].Value.Uint64()
 		}
 	}
-	debug.SetGCPercent(Percent(floor, v[0], v[1]+v[2], state.base))
+	if now := int(int64(v[0])); now != state.set {
+		if now < 0 {
+			endLocked()
+			return
+		}
+		state.base = now
+	}
+	var floor uint64
+	for _, f := range state.floors {
+		floor = max(floor, f)
+	}
+	live, roots := v[1], v[2]+v[3]
+	p := Percent(floor, live, roots, state.base)
+	debug.SetGCPercent(p)
+	state.set = p
+	if state.limit {
+		total, released := v[4], v[8]
+		heap := v[5] + v[6] + v[7] + released
+		besides := total - min(heap, total)
+		mapped := total - min(released, total)
+		limit := max(2*Goal(p, live, roots)+besides, mapped+mapped/8)
+		debug.SetMemoryLimit(int64(min(limit, math.MaxInt64/2)))
+	}
 }
 
-// Percent is the GOGC percent that puts the collector's next goal at
-// floor, given the live heap and the stacks and globals scanned besides,
-// and never under base. The goal is the larger of live +
-// (live+roots)*p/100 and the runtime's minimum, 4 MiB*p/100: p is the
-// smaller of the percents that put each at the floor.
+// Goal is the heap size the runtime aims to collect at for a GOGC
+// percent p, given the live heap and the stacks and globals scanned
+// besides: the pacer's formula, and its minimum of 4 MiB*p/100.
+func Goal(p int, live, roots uint64) uint64 {
+	return max(live+(live+roots)*uint64(p)/100, heapMinimum*uint64(p)/100)
+}
+
+// Percent is the GOGC percent that puts the collector's goal at floor,
+// given the live heap and the stacks and globals scanned besides, and
+// never under base. The goal is the larger of live + (live+roots)*p/100
+// and the runtime's minimum, 4 MiB*p/100: p is the smaller of the
+// percents that put each at the floor.
 func Percent(floor, live, roots uint64, base int) int {
 	if floor <= live {
 		return base

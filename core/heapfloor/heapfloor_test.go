@@ -1,6 +1,7 @@
 package heapfloor
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -45,43 +46,142 @@ func cycles(n int) uint64 {
 	return s[0].Value.Uint64() - before
 }
 
-func TestFloorCutsCollections(t *testing.T) {
-	const garbage = 512 << 20
+// goal is the heap size at which the collector will next run.
+func goal() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// settle collects twice, so that the live heap the runtime reports is
+// this test's own and not garbage that floated through a cycle.
+func settle() {
+	runtime.GC()
+	runtime.GC()
+}
+
+// TestFloorSetsThePercent follows GOGC and the memory limit as floors
+// come and go, from a settled live heap well under 4 MiB (where the
+// runtime's own minimum, 4 MiB*GOGC/100, is what binds).
+func TestFloorSetsThePercent(t *testing.T) {
+	const mib = 1 << 20
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
-	runtime.GC()
+	settle()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if live := s[0].Value.Uint64(); live > 2*mib {
+		t.Fatalf("the test's live heap is %d KiB after two collections: the premise (well under 4 MiB) does not hold", live>>10)
+	}
+	stop := Set(64 * mib)
+	if p := gcPercent(); p != 1600 {
+		t.Errorf("with a 64 MiB floor GOGC = %d, want 1600 (the runtime's 4 MiB minimum scaled to 64)", p)
+	}
+	if g := goal(); g < 60*mib {
+		t.Errorf("with a 64 MiB floor the heap goal is %d MiB, want about 64", g/mib)
+	}
+	if l := debug.SetMemoryLimit(-1); l < 128*mib || l == math.MaxInt64 {
+		t.Errorf("with a 64 MiB floor the memory limit is %d MiB, want twice the goal and more", l/mib)
+	}
+	stop2 := Set(8 * mib) // a second, smaller floor at once: the larger holds
+	if p := gcPercent(); p != 1600 {
+		t.Errorf("a second, 8 MiB floor set GOGC to %d, want the larger floor's 1600", p)
+	}
+	stop()
+	stop() // a second call does nothing
+	if p := gcPercent(); p != 200 {
+		t.Errorf("with the 8 MiB floor alone GOGC = %d, want 200", p)
+	}
+	// The limit must not fall under what the runtime has mapped (the 64
+	// MiB floor's heap): it would collect back to back, the goal pulled
+	// down to the live heap.
+	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(m)
+	if l, mapped := debug.SetMemoryLimit(-1), m[0].Value.Uint64()-m[1].Value.Uint64(); uint64(l) < mapped {
+		t.Errorf("with the 8 MiB floor alone the memory limit is %d MiB, under the %d MiB mapped", l/mib, mapped/mib)
+	}
+	settle()
+	if g := goal(); g < 7*mib {
+		t.Errorf("with the 8 MiB floor alone, after two collections, the heap goal is %d KiB, want about 8 MiB", g>>10)
+	}
+	stop2()
+	if p := gcPercent(); p != 100 {
+		t.Errorf("GOGC after the last stop = %d, want the 100 it found back", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		t.Errorf("the memory limit after the last stop is %d, want none, as found", l)
+	}
+}
+
+// TestFloorCutsCollections counts collections over real garbage. The
+// counts depend on the machine's load (a slow mark lets the heap
+// overshoot its goal), so they are held to a wide margin.
+func TestFloorCutsCollections(t *testing.T) {
+	base := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(base)
+	settle()
+	const garbage = 256 << 20
 	plain := cycles(garbage)
 	stop := Set(64 << 20)
 	floored := cycles(garbage)
-	// A second floor at once, smaller: the larger still holds.
-	stop2 := Set(8 << 20)
-	both := cycles(garbage)
 	stop()
-	stop() // a second call does nothing
-	small := cycles(garbage)
-	stop2()
-	after := cycles(garbage)
-	t.Logf("collections over %d MiB of garbage: plain %d, floor 64 MiB %d, with a second floor of 8 MiB %d, 8 MiB alone %d, after both stopped %d",
-		garbage>>20, plain, floored, both, small, after)
-	// The test binary's live heap is well under 1 MiB: GOGC=100 collects
-	// every 4 MiB (the runtime's minimum), a 64 MiB floor about every 64.
-	if plain < 40 {
-		t.Fatalf("without a floor, %d collections over %d MiB: the premise (a small live heap) does not hold", plain, garbage>>20)
+	t.Logf("collections over %d MiB of garbage: %d without a floor, %d with 64 MiB", garbage>>20, plain, floored)
+	if floored*2 > plain {
+		t.Errorf("a 64 MiB floor left %d collections against %d without: want well under half", floored, plain)
 	}
-	if floored*4 > plain {
-		t.Errorf("a 64 MiB floor left %d collections against %d without: want at most a quarter", floored, plain)
+}
+
+// TestUserMemoryLimitIsLeftAlone: a limit set before (GOMEMLIMIT) stays.
+func TestUserMemoryLimitIsLeftAlone(t *testing.T) {
+	old := debug.SetMemoryLimit(512 << 20)
+	defer debug.SetMemoryLimit(old)
+	stop := Set(64 << 20)
+	if l := debug.SetMemoryLimit(-1); l != 512<<20 {
+		t.Errorf("Set changed a memory limit set before it to %d", l)
 	}
-	if both*4 > plain {
-		t.Errorf("a second, smaller floor undid the larger: %d collections against %d without", both, plain)
+	stop()
+	if l := debug.SetMemoryLimit(-1); l != 512<<20 {
+		t.Errorf("stop changed a memory limit set before it to %d", l)
 	}
-	if small >= plain || small*4 < floored {
-		t.Errorf("the 8 MiB floor alone gave %d collections: want fewer than without (%d), more than at 64 MiB (%d)", small, plain, floored)
+}
+
+func TestGoal(t *testing.T) {
+	const mib = 1 << 20
+	if g := Goal(100, 10*mib, 2*mib); g != 22*mib {
+		t.Errorf("Goal(100, live 10 MiB, roots 2 MiB) = %d MiB, want 22", g/mib)
 	}
-	if after*2 < plain {
-		t.Errorf("after the last stop %d collections against %d before any floor: the percent was not put back", after, plain)
+	if g := Goal(800, 1*mib, 0); g != 32*mib {
+		t.Errorf("Goal(800, live 1 MiB) = %d MiB, want the minimum 32", g/mib)
 	}
-	if p := debug.SetGCPercent(100); p != 100 {
-		t.Errorf("GOGC after the last stop = %d, want the 100 it found back", p)
+}
+
+// TestLaterChangesAreKept: a percent someone sets after Set becomes the
+// tuner's base, and turning the collector off ends the tuning, limit
+// included.
+func TestLaterChangesAreKept(t *testing.T) {
+	base := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(base)
+	settle()
+	stop := Set(64 << 20)
+	defer stop()
+	debug.SetGCPercent(2000) // above what the floor asks
+	settle()
+	waitPercent(t, func(p int) bool { return p == 2000 }, "the 2000 set after Set, kept as the base")
+	debug.SetGCPercent(-1)
+	settle()
+	if p := gcPercent(); p != -1 {
+		t.Fatalf("GOGC = %d after it was turned off, want off kept", p)
+	}
+	for i := 0; debug.SetMemoryLimit(-1) != math.MaxInt64; i++ {
+		if i == 200 {
+			t.Fatalf("with GOGC turned off the tuner's memory limit %d stayed through 200 collections", debug.SetMemoryLimit(-1))
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	stop()
+	if p := gcPercent(); p != -1 {
+		t.Errorf("stop changed an off GOGC to %d", p)
 	}
 }
 
@@ -105,22 +205,13 @@ func TestZeroFloorAsksNothing(t *testing.T) {
 	}
 }
 
-// gcPercent reads GOGC without changing it (SetGCPercent is the only
-// reader), holding state.mu so that no re-tuning lands in between.
-func gcPercent() int {
-	state.mu.Lock()
-	defer state.mu.Unlock()
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
-}
-
 // TestFollowsLiveHeap checks the re-evaluation after each collection: a
 // live heap past the floor brings the percent back to the base, and
 // freeing it raises the percent again.
 func TestFollowsLiveHeap(t *testing.T) {
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
+	settle()
 	stop := Set(32 << 20)
 	defer stop()
 	small := gcPercent()
@@ -134,7 +225,7 @@ func TestFollowsLiveHeap(t *testing.T) {
 	waitPercent(t, func(p int) bool { return p == 100 }, "100 with 48 MiB live")
 	runtime.KeepAlive(live)
 	live = nil
-	waitPercent(t, func(p int) bool { return p == small }, "back up once the live heap is freed")
+	waitPercent(t, func(p int) bool { return p > 100 }, "above 100 again once the live heap is freed")
 }
 
 // waitPercent collects until GOGC satisfies ok: the tuning runs from a

@@ -100,7 +100,13 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	tighten(dataDir, cfg.SocketPath(nil), log)
-	defer heapfloor.Set(uint64(cfg.Daemon.HeapFloorMB) << 20)()
+	// A GOGC in the environment is the operator's own pacing, which the
+	// floor would override while the heap is small.
+	if gogc := os.Getenv("GOGC"); gogc == "" {
+		defer heapfloor.Set(uint64(cfg.Daemon.HeapFloorMB) << 20)()
+	} else if cfg.Daemon.HeapFloorMB > 0 {
+		log.Info("daemon.heap_floor_mb not applied: GOGC is set", "GOGC", gogc)
+	}
 	metrics := daemon.NewMetrics()
 	storePath := cfg.StorePath(nil)
 	if err := os.MkdirAll(filepath.Dir(storePath), 0o700); err != nil {

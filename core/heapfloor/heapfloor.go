@@ -30,8 +30,11 @@
 // # Caveats
 //
 // GOGC=off is left alone, and so is anyone's later change of the
-// percent: a percent the tuner did not set becomes its new base (off
-// ends the tuning). The percent is worked out from the live heap of the
+// percent (a percent the tuner did not set becomes its new base; off
+// ends the tuning) or of the memory limit (theirs from then on). Both
+// are noticed at the next re-evaluation: until then the tuner's memory
+// limit, if it set one, still triggers collections after GOGC is turned
+// off. The percent is worked out from the live heap of the
 // last collection and applied to the next, so a live heap that jumps
 // between two collections (a burst of sessions) would let the next goal
 // grow by the same factor times the floor until the re-evaluation runs,
@@ -42,7 +45,7 @@
 // heap, and never under what it has mapped now (a lower limit would make
 // it collect back to back until the memory went back to the OS). It is
 // re-evaluated with the percent, and left alone when GOMEMLIMIT (or
-// anyone before Set) has set one, which then bounds the heap as usual.
+// anyone) has set one, which then bounds the heap as usual.
 // The 4 MiB minimum is the runtime's default; a build with
 // GOEXPERIMENT=heapminimum512kib gets an eighth of the floor.
 package heapfloor
@@ -69,7 +72,8 @@ var state struct {
 	next   int            // key of the next Set
 	base   int            // the percent found when the first floor was set, or set by someone since
 	set    int            // the percent the tuner set last
-	limit  bool           // whether the memory limit is ours to set (none was set before)
+	limit  bool           // whether the memory limit is ours to set (none was set before, nor by anyone since)
+	limSet int64          // the memory limit the tuner set last
 	gen    int            // bumped when tuning ends, so a pending cleanup stops re-arming
 }
 
@@ -96,6 +100,7 @@ func Set(floor uint64) (stop func()) {
 		}
 		state.base, state.set = base, base
 		state.limit = debug.SetMemoryLimit(-1) == math.MaxInt64
+		state.limSet = math.MaxInt64
 		state.floors = make(map[int]uint64)
 		state.gen++
 		arm(state.gen)
@@ -131,9 +136,18 @@ func Set(floor uint64) (stop func()) {
 func endLocked() {
 	state.gen++
 	state.floors = nil
-	if state.limit {
+	if ownLimitLocked() {
 		debug.SetMemoryLimit(math.MaxInt64)
 	}
+}
+
+// ownLimitLocked reports whether the memory limit is still the tuner's:
+// a limit someone else has set since is theirs from then on.
+func ownLimitLocked() bool {
+	if state.limit && debug.SetMemoryLimit(-1) != state.limSet {
+		state.limit = false
+	}
+	return state.limit
 }
 
 // arm makes a sentinel whose cleanup, after the collection that finds it
@@ -193,7 +207,8 @@ func tuneLocked() {
 			v[i] = s[i].Value.Uint64()
 		}
 	}
-	if now := int(int64(v[0])); now != state.set {
+	now := int(int64(v[0]))
+	if now != state.set {
 		if now < 0 {
 			endLocked()
 			return
@@ -206,15 +221,27 @@ func tuneLocked() {
 	}
 	live, roots := v[1], v[2]+v[3]
 	p := Percent(floor, live, roots, state.base)
-	debug.SetGCPercent(p)
+	if prev := debug.SetGCPercent(p); prev != now {
+		// Changed by someone between the read and the set: theirs stands.
+		debug.SetGCPercent(prev)
+		state.base, state.set = prev, prev
+		if prev < 0 {
+			endLocked()
+		}
+		return
+	}
 	state.set = p
-	if state.limit {
+	if ownLimitLocked() {
+		// The runtime counts against the limit what it has mapped and not
+		// released, and as non-heap all but object slots and free spans
+		// (memoryLimitHeapGoal): unused parts of spans count as non-heap.
 		total, released := v[4], v[8]
-		heap := v[5] + v[6] + v[7] + released
+		heap := v[5] + v[7] + released
 		besides := total - min(heap, total)
 		mapped := total - min(released, total)
 		limit := max(2*Goal(p, live, roots)+besides, mapped+mapped/8)
-		debug.SetMemoryLimit(int64(min(limit, math.MaxInt64/2)))
+		state.limSet = int64(min(limit, math.MaxInt64/2))
+		debug.SetMemoryLimit(state.limSet)
 	}
 }
 

@@ -46,11 +46,40 @@ func cycles(n int) uint64 {
 	return s[0].Value.Uint64() - before
 }
 
+// mappedNow is what the runtime has mapped and not released: what a
+// memory limit is held against.
+func mappedNow() uint64 {
+	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64() - m[1].Value.Uint64()
+}
+
 // goal is the heap size at which the collector will next run.
 func goal() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// clean starts a test from GOGC=100 and no memory limit, whatever the
+// environment (GOGC, GOMEMLIMIT) set, and puts them back after.
+func clean(t *testing.T) {
+	gogc := debug.SetGCPercent(100)
+	limit := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gogc)
+		debug.SetMemoryLimit(limit)
+	})
+}
+
+// retune runs the re-evaluation now, as the cleanup after a collection
+// does, so that a test need not wait for one.
+func retune() {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if len(state.floors) > 0 {
+		tuneLocked()
+	}
 }
 
 // settle collects twice, so that the live heap the runtime reports is
@@ -65,8 +94,7 @@ func settle() {
 // runtime's own minimum, 4 MiB*GOGC/100, is what binds).
 func TestFloorSetsThePercent(t *testing.T) {
 	const mib = 1 << 20
-	base := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(base)
+	clean(t)
 	settle()
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
@@ -87,17 +115,21 @@ func TestFloorSetsThePercent(t *testing.T) {
 	if p := gcPercent(); p != 1600 {
 		t.Errorf("a second, 8 MiB floor set GOGC to %d, want the larger floor's 1600", p)
 	}
+	// Fill the 64 MiB floor's heap, so that what the runtime has mapped
+	// is well over what the 8 MiB floor alone asks.
+	cycles(56 * mib)
+	settle()
+	mapped := mappedNow()
 	stop()
 	stop() // a second call does nothing
 	if p := gcPercent(); p != 200 {
 		t.Errorf("with the 8 MiB floor alone GOGC = %d, want 200", p)
 	}
-	// The limit must not fall under what the runtime has mapped (the 64
-	// MiB floor's heap): it would collect back to back, the goal pulled
-	// down to the live heap.
-	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(m)
-	if l, mapped := debug.SetMemoryLimit(-1), m[0].Value.Uint64()-m[1].Value.Uint64(); uint64(l) < mapped {
+	// The limit must not fall under what the runtime had mapped (the 64
+	// MiB floor's heap): the runtime would give it back to the OS at
+	// once, and collect back to back meanwhile, the goal pulled down to
+	// the live heap.
+	if l := debug.SetMemoryLimit(-1); uint64(l) < mapped {
 		t.Errorf("with the 8 MiB floor alone the memory limit is %d MiB, under the %d MiB mapped", l/mib, mapped/mib)
 	}
 	settle()
@@ -117,8 +149,7 @@ func TestFloorSetsThePercent(t *testing.T) {
 // counts depend on the machine's load (a slow mark lets the heap
 // overshoot its goal), so they are held to a wide margin.
 func TestFloorCutsCollections(t *testing.T) {
-	base := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(base)
+	clean(t)
 	settle()
 	const garbage = 256 << 20
 	plain := cycles(garbage)
@@ -133,8 +164,8 @@ func TestFloorCutsCollections(t *testing.T) {
 
 // TestUserMemoryLimitIsLeftAlone: a limit set before (GOMEMLIMIT) stays.
 func TestUserMemoryLimitIsLeftAlone(t *testing.T) {
-	old := debug.SetMemoryLimit(512 << 20)
-	defer debug.SetMemoryLimit(old)
+	clean(t)
+	debug.SetMemoryLimit(512 << 20)
 	stop := Set(64 << 20)
 	if l := debug.SetMemoryLimit(-1); l != 512<<20 {
 		t.Errorf("Set changed a memory limit set before it to %d", l)
@@ -142,6 +173,25 @@ func TestUserMemoryLimitIsLeftAlone(t *testing.T) {
 	stop()
 	if l := debug.SetMemoryLimit(-1); l != 512<<20 {
 		t.Errorf("stop changed a memory limit set before it to %d", l)
+	}
+}
+
+// TestLaterMemoryLimitIsKept: a limit someone sets after Set is theirs:
+// neither re-evaluated nor cleared by stop.
+func TestLaterMemoryLimitIsKept(t *testing.T) {
+	clean(t)
+	stop := Set(64 << 20)
+	if l := debug.SetMemoryLimit(-1); l == math.MaxInt64 {
+		t.Fatal("Set made no memory limit")
+	}
+	debug.SetMemoryLimit(1 << 30)
+	retune()
+	if l := debug.SetMemoryLimit(-1); l != 1<<30 {
+		t.Errorf("a re-evaluation changed the 1 GiB limit set after Set to %d MiB", l>>20)
+	}
+	stop()
+	if l := debug.SetMemoryLimit(-1); l != 1<<30 {
+		t.Errorf("stop changed the 1 GiB limit set after Set to %d", l)
 	}
 }
 
@@ -159,14 +209,15 @@ func TestGoal(t *testing.T) {
 // tuner's base, and turning the collector off ends the tuning, limit
 // included.
 func TestLaterChangesAreKept(t *testing.T) {
-	base := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(base)
+	clean(t)
 	settle()
 	stop := Set(64 << 20)
 	defer stop()
 	debug.SetGCPercent(2000) // above what the floor asks
-	settle()
-	waitPercent(t, func(p int) bool { return p == 2000 }, "the 2000 set after Set, kept as the base")
+	retune()
+	if p := gcPercent(); p != 2000 {
+		t.Fatalf("GOGC = %d after a re-evaluation, want the 2000 set after Set, kept as the base", p)
+	}
 	debug.SetGCPercent(-1)
 	settle()
 	if p := gcPercent(); p != -1 {
@@ -186,6 +237,7 @@ func TestLaterChangesAreKept(t *testing.T) {
 }
 
 func TestOffIsLeftAlone(t *testing.T) {
+	clean(t)
 	old := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(old)
 	stop := Set(64 << 20)
@@ -199,6 +251,7 @@ func TestOffIsLeftAlone(t *testing.T) {
 }
 
 func TestZeroFloorAsksNothing(t *testing.T) {
+	clean(t)
 	Set(0)()
 	if p := debug.SetGCPercent(100); p != 100 {
 		t.Fatalf("a zero floor changed GOGC to %d", p)
@@ -209,8 +262,7 @@ func TestZeroFloorAsksNothing(t *testing.T) {
 // live heap past the floor brings the percent back to the base, and
 // freeing it raises the percent again.
 func TestFollowsLiveHeap(t *testing.T) {
-	base := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(base)
+	clean(t)
 	settle()
 	stop := Set(32 << 20)
 	defer stop()

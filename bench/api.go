@@ -112,6 +112,13 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 			Target: fmt.Sprintf("< %.0fx p50", tailTarget), Status: passIf(ratio(st.p99.Seconds(), st.p50.Seconds()) < tailTarget),
 		},
 		Row{
+			// Strict's tail is mostly its four fdatasyncs': beside the
+			// floor's own tail, what is the daemon's shows.
+			Name: "API strict p99 vs its floor's p99", Figure: dur(st.p99),
+			Baseline: labelled("2x commit p99 + terminal p99", dur(2*bc.p99+tm.p99)),
+			Ratio:    ratio(st.p99.Seconds(), (2*bc.p99 + tm.p99).Seconds()), RatioOf: "strict/floor p99",
+		},
+		Row{
 			Name: "API batch p50", Figure: dur(ba.p50),
 			Baseline: labelled("terminal", dur(tm.p50)),
 			Ratio:    ratio(ba.p50.Seconds(), tm.p50.Seconds()), RatioOf: "batch/terminal",

@@ -139,7 +139,7 @@ type options struct {
 	// profile does not see: hand-offs between goroutines, wake-ups).
 	trace string
 
-	// heapFloor is [daemon] heap_floor_mb of the api section's daemons,
+	// heapFloor is [daemon] heap_floor_mb of the api and mcp sections' daemons,
 	// which run in this process; -1 keeps the default.
 	heapFloor int
 }
@@ -231,7 +231,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&only, "only", "", "comma-separated sections to run: "+sectionNames())
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of this process over the run to this file (go tool pprof)")
 	fs.StringVar(&opts.trace, "trace", "", "write an execution trace of this process over the run to this file (go tool trace)")
-	fs.IntVar(&opts.heapFloor, "heap-floor-mb", -1, "[daemon] heap_floor_mb of the api section's daemons, which run in this process (-1: the default, 32; 0: Go's own pacing)")
+	fs.IntVar(&opts.heapFloor, "heap-floor-mb", -1, "[daemon] heap_floor_mb of the api and mcp sections' daemons, which run in this process (-1: the default, 32; 0: Go's own pacing)")
 	fs.StringVar(&opts.driver, "driver", "", "[sandbox] driver of the sessions section's daemon: native or none (default both: none at 100 and 1,000 sessions, native at 100)")
 	if err := fs.Parse(args); err != nil {
 		return opts, err

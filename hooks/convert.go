@@ -28,7 +28,9 @@ func (w *worker) payloadTable(p event.Payload) *lua.LTable {
 		w.lazyTable(L, t, lazyEntry{run: p, isRun: true})
 		return t
 	case event.CmdOutput:
-		t := L.CreateTable(0, 10)
+		// Its eight fields, and no more: a Go map sized for up to eight is
+		// one group, without the directory and table a larger hint makes.
+		t := L.CreateTable(0, 8)
 		t.RawSetString("kind", lua.LString(event.KindCmdOutput))
 		t.RawSetString("exit_code", lua.LNumber(p.ExitCode))
 		t.RawSetString("cwd", lua.LString(p.Cwd))

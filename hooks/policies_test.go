@@ -222,6 +222,7 @@ func TestTrimming(t *testing.T) {
 		{"gcc -Wall -o x x.c", []string{"warning:"}},
 		{"clang++ x.cc", []string{"warning:"}},
 		{"make -j4", []string{"warning:"}},
+		{"go test ./a && go test ./b; make && gcc x.c", []string{"data race", "warning:"}},
 	}
 	for _, tt := range tests {
 		set, err := e.Observation(context.Background(), testSession, event.CmdRun{Command: tt.cmd}, event.CmdOutput{ExitCode: 1})
@@ -242,6 +243,9 @@ func TestTrimming(t *testing.T) {
 			if !slices.Contains(set.Trim.Keywords, k) {
 				t.Errorf("%q: %q not kept (%q)", tt.cmd, k, set.Trim.Keywords)
 			}
+		}
+		if u := slices.Compact(slices.Sorted(slices.Values(set.Trim.Keywords))); len(u) != len(set.Trim.Keywords) {
+			t.Errorf("%q: a keyword kept twice (%q)", tt.cmd, set.Trim.Keywords)
 		}
 		// The defaults stay, and so do the budget and the line counts.
 		def := trim.DefaultConfig()

@@ -39,7 +39,7 @@ local function profile_of(c)
     if sub == "build" or sub == "vet" or sub == "run" or sub == "install" then return "go_build" end
   elseif n == "pytest" or n == "py.test" or n == "tox" or n == "nox" then
     return "pytest"
-  elseif n:match("^python") then
+  elseif n:sub(1, 6) == "python" then
     for i, a in ipairs(args) do
       if a == "-m" then
         local mod = args[i + 1]
@@ -76,27 +76,35 @@ local function profile_of(c)
   return nil
 end
 
+-- contains reports whether list, a short array, holds v. The sets below
+-- are lists rather than string-keyed tables: a table made empty and
+-- given its first string key later costs gopher-lua a 32-slot Go map,
+-- on every observation.
+local function contains(list, v)
+  for i = 1, #list do
+    if list[i] == v then return true end
+  end
+  return false
+end
+
 harness.on("observation.cmd_output", function(ev, action)
   if action == nil or action.command == nil or action.command == "" then return end
-  local trim, seen, keepSeen = nil, {}, {}
+  local seen, keep = {}, {}
   for _, c in ipairs(harness.commands(action.command)) do
     local p = profile_of(c)
-    if p and not seen[p] then
-      seen[p] = true
+    if p and not contains(seen, p) then
+      seen[#seen + 1] = p
       local prof = profiles[p] or {keep = {}}
-      if trim == nil then
-        trim = {keep = {}}
-      end
       if p == "make" then
         -- make usually runs a compiler: keep its lines too.
         for _, k in ipairs(profiles.cc.keep) do
-          if not keepSeen[k] then keepSeen[k] = true; trim.keep[#trim.keep + 1] = k end
+          if not contains(keep, k) then keep[#keep + 1] = k end
         end
       end
       for _, k in ipairs(prof.keep) do
-        if not keepSeen[k] then keepSeen[k] = true; trim.keep[#trim.keep + 1] = k end
+        if not contains(keep, k) then keep[#keep + 1] = k end
       end
     end
   end
-  if trim and #trim.keep > 0 then return {trim = trim} end
+  if #keep > 0 then return {trim = {keep = keep}} end
 end)

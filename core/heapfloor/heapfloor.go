@@ -178,36 +178,52 @@ func gcPercent() int {
 	return int(int64(s[0].Value.Uint64()))
 }
 
-// sampleNames are the runtime/metrics the percent and the limit are
-// worked out from: GOGC as it is; what the last cycle marked live, and
-// the stacks and globals GOGC also scales by (the pacer's goal is live +
-// (live+stacks+globals)*GOGC/100); then what the runtime has mapped,
-// and of it the heap's own (objects, unused and free spans, and what it
-// has released to the OS), the rest being what it holds besides the
-// heap.
-var sampleNames = [...]string{
-	"/gc/gogc:percent",
-	"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes",
-	"/memory/classes/total:bytes", "/memory/classes/heap/objects:bytes", "/memory/classes/heap/unused:bytes",
-	"/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes",
+// The runtime/metrics the percent and the limit are worked out from, by
+// their index in sampleNames: GOGC as it is; what the last cycle marked
+// live, and the stacks and globals GOGC also scales by (the pacer's goal
+// is live + (live+stacks+globals)*GOGC/100); then what the runtime has
+// mapped, and of it the heap's own as the memory limit counts it (object
+// slots, free spans, and what it has released to the OS), the rest being
+// what it holds besides the heap.
+const (
+	sGOGC = iota
+	sLive
+	sStack
+	sGlobals
+	sTotal
+	sObjects
+	sFree
+	sReleased
+	nSamples
+)
+
+var sampleNames = [nSamples]string{
+	sGOGC:     "/gc/gogc:percent",
+	sLive:     "/gc/heap/live:bytes",
+	sStack:    "/gc/scan/stack:bytes",
+	sGlobals:  "/gc/scan/globals:bytes",
+	sTotal:    "/memory/classes/total:bytes",
+	sObjects:  "/memory/classes/heap/objects:bytes",
+	sFree:     "/memory/classes/heap/free:bytes",
+	sReleased: "/memory/classes/heap/released:bytes",
 }
 
 // tuneLocked sets the percent, and the memory limit if it is ours, for
 // the largest floor; state.mu is held. A percent someone else has set
 // since the tuner's last becomes the base; off ends the tuning.
 func tuneLocked() {
-	var s [len(sampleNames)]metrics.Sample
+	var s [nSamples]metrics.Sample
 	for i, n := range sampleNames {
 		s[i].Name = n
 	}
 	metrics.Read(s[:])
-	var v [len(sampleNames)]uint64
+	var v [nSamples]uint64
 	for i := range s {
 		if s[i].Value.Kind() == metrics.KindUint64 {
 			v[i] = s[i].Value.Uint64()
 		}
 	}
-	now := int(int64(v[0]))
+	now := int(int64(v[sGOGC]))
 	if now != state.set {
 		if now < 0 {
 			endLocked()
@@ -219,7 +235,7 @@ func tuneLocked() {
 	for _, f := range state.floors {
 		floor = max(floor, f)
 	}
-	live, roots := v[1], v[2]+v[3]
+	live, roots := v[sLive], v[sStack]+v[sGlobals]
 	p := Percent(floor, live, roots, state.base)
 	if prev := debug.SetGCPercent(p); prev != now {
 		// Changed by someone between the read and the set: theirs stands.
@@ -235,8 +251,8 @@ func tuneLocked() {
 		// The runtime counts against the limit what it has mapped and not
 		// released, and as non-heap all but object slots and free spans
 		// (memoryLimitHeapGoal): unused parts of spans count as non-heap.
-		total, released := v[4], v[8]
-		heap := v[5] + v[7] + released
+		total, released := v[sTotal], v[sReleased]
+		heap := v[sObjects] + v[sFree] + released
 		besides := total - min(heap, total)
 		mapped := total - min(released, total)
 		limit := max(2*Goal(p, live, roots)+besides, mapped+mapped/8)

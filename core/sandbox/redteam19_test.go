@@ -86,14 +86,7 @@ func TestRed19DestroyDuringLendKeepsItLent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		term, err := terminal.New(context.Background(), termOptions(sb))
-		if err == nil {
-			term.Close()
-		}
-		done <- err
-	}()
+	done := startAndClose(sb)
 	// Wait for the lend to be taken (it now waits on c's first init).
 	deadline := time.Now().Add(8 * time.Second)
 	for !isLent(st.Dev, st.Ino) {
@@ -344,14 +337,7 @@ func TestRed19OtherSessionsStartsStarveTheLend(t *testing.T) {
 	t.Cleanup(func() { sb.Destroy(context.Background()) })
 	prepareOther()
 	time.Sleep(200 * time.Millisecond)
-	done := make(chan error, 1)
-	go func() {
-		term, err := terminal.New(context.Background(), termOptions(sb))
-		if err == nil {
-			term.Close()
-		}
-		done <- err
-	}()
+	done := startAndClose(sb)
 	time.Sleep(limit / 2)
 	prepareOther()
 	if err := <-done; err != nil {
@@ -382,4 +368,18 @@ func TestRed19GitFileInLentBareRepo(t *testing.T) {
 		t.Errorf("the user's git in their bare repository after the session: %v\n%s", err, out)
 	}
 	noMarks(t, marker, "the user", "")
+}
+
+// startAndClose starts sb's shell in the background, closes it once up,
+// and sends terminal.New's error: the start a lend may have to wait for.
+func startAndClose(sb Sandbox) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		term, err := terminal.New(context.Background(), termOptions(sb))
+		if err == nil {
+			term.Close()
+		}
+		done <- err
+	}()
+	return done
 }

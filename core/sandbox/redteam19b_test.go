@@ -127,11 +127,7 @@ func TestRed19bDiedLinksKept(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(ws, ".git", "logs", "HEAD")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		t.Errorf("after the next daemon's Cleanup, the link the agent made in the user's .git is still there")
 	}
-	out, _ := git(ws, "checkout", "-q", "x;touch${IFS}"+marker+"/bashrc;#")
-	rc, _ := os.ReadFile(bashrc)
-	t.Logf("the user's git checkout of the agent's branch: %s\ntheir .bashrc now:\n%s", out, rc)
-	sh, _ := exec.Command("setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "bash", bashrc).CombinedOutput()
-	noMarks(t, marker, "the user (git checkout, then their next shell)", string(sh))
+	red19bCheckoutBranch(t, git, ws, marker, bashrc)
 	b.sb.Destroy(context.Background())
 }
 
@@ -209,11 +205,7 @@ func TestRed19bLinkPastWalkBudget(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(ws, ".git", "logs", "HEAD")); err == nil && fi.Mode()&os.ModeSymlink != 0 && !kept {
 		t.Errorf("after the session, the link the agent made in the user's .git is still there, and the .git was given back")
 	}
-	out, _ := git(ws, "checkout", "-q", "x;touch${IFS}"+marker+"/bashrc;#")
-	rc, _ := os.ReadFile(bashrc)
-	t.Logf("the user's git checkout of the agent's branch: %s\ntheir .bashrc now:\n%s", out, rc)
-	sh, _ := exec.Command("setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "bash", bashrc).CombinedOutput()
-	noMarks(t, marker, "the user (git checkout, then their next shell)", string(sh))
+	red19bCheckoutBranch(t, git, ws, marker, bashrc)
 }
 
 // TestRed19bIndexRuleSkippedPastEntries (severity 1): the index rule
@@ -346,4 +338,17 @@ func TestRed19bInstawebHttpd(t *testing.T) {
 	t.Logf("the user's git instaweb --start: %v\n%s", err, out)
 	exec.Command("timeout", "20", "setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "git", "-C", ws, "instaweb", "--stop").Run()
 	noMarks(t, marker, "the user (git instaweb --start)", string(out))
+}
+
+// red19bCheckoutBranch is the user's part of the reflog attacks: their
+// git checks out the agent's branch "x;touch${IFS}MARK/bashrc;#", whose
+// reflog line lands in bashrc if .git/logs/HEAD still links there, and
+// their next shell (bash bashrc, as them) must run none of it.
+func red19bCheckoutBranch(t *testing.T, git func(string, ...string) (string, error), ws, marker, bashrc string) {
+	t.Helper()
+	out, _ := git(ws, "checkout", "-q", "x;touch${IFS}"+marker+"/bashrc;#")
+	rc, _ := os.ReadFile(bashrc)
+	t.Logf("the user's git checkout of the agent's branch: %s\ntheir .bashrc now:\n%s", out, rc)
+	sh, _ := exec.Command("setpriv", "--reuid="+strconv.Itoa(userDirOwner), "--regid="+strconv.Itoa(userDirOwner), "--clear-groups", "bash", bashrc).CombinedOutput()
+	noMarks(t, marker, "the user (git checkout, then their next shell)", string(sh))
 }

@@ -145,10 +145,10 @@ func (b *box) run(command string) (int, string) {
 	return b.runTimeout(command, 0)
 }
 
-func (b *box) runTimeout(command string, timeout time.Duration) (int, string) {
+func (b *box) runTimeout(command string, timeout time.Duration, opts ...terminal.RunOption) (int, string) {
 	b.t.Helper()
 	var out bytes.Buffer
-	res, err := b.term.Run(context.Background(), event.CmdRun{Command: command, TimeoutS: timeout.Seconds()}, &out)
+	res, err := b.term.Run(context.Background(), event.CmdRun{Command: command, TimeoutS: timeout.Seconds()}, &out, opts...)
 	if err != nil {
 		b.t.Fatalf("Run(%q): %v", command, err)
 	}
@@ -161,7 +161,23 @@ func (b *box) runTimeout(command string, timeout time.Duration) (int, string) {
 // must runs a command that has to succeed and returns its trimmed output.
 func (b *box) must(command string) string {
 	b.t.Helper()
-	code, out := b.run(command)
+	return b.mustOK(command, 0)
+}
+
+// mustSlow is must for a command that stays silent for long: filling a
+// directory with 100,000 files takes 5 s of system time on an idle VM of
+// CI's kind and passed the box's 20 s soft timeout while CI ran the other
+// packages beside it. It waits up to 5 minutes of silence.
+func (b *box) mustSlow(command string) string {
+	b.t.Helper()
+	return b.mustOK(command, 5*time.Minute)
+}
+
+// mustOK runs a command that has to succeed, waiting up to silent (0: the
+// box's soft timeout) for its next output.
+func (b *box) mustOK(command string, silent time.Duration) string {
+	b.t.Helper()
+	code, out := b.runTimeout(command, 0, terminal.WithSoftTimeout(silent), terminal.WithMaxWait(silent))
 	if code != 0 {
 		b.t.Fatalf("%q: exit %d, output %q", command, code, out)
 	}

@@ -212,7 +212,7 @@ func TestRed19bLinkPastWalkBudget(t *testing.T) {
 // finds the indexes of a git directory by listing it (allNames), which
 // gives up past maxStateEntries (100,000) names; asideRepo ignores that
 // failure and then checks no index at all. The agent fills the user's
-// .git with 100,001 empty files (a second or two) and writes an index
+// .git with 100,001 empty files (5-12 s here) and writes an index
 // with an entry named .git/config (red team 17c's, which the rule
 // otherwise moves aside): it is given back unchecked, and the user's
 // `git checkout -- .` writes the agent's .git/config, whose
@@ -227,7 +227,7 @@ func TestRed19bIndexRuleSkippedPastEntries(t *testing.T) {
 	ws, marker, git := userDir(t)
 	red19Repo(t, git, ws)
 	b := newBox(t, d, Spec{Workspace: ws, Owner: &User{UID: userDirOwner, GID: userDirOwner}})
-	t.Log(b.must(`cd /workspace/.git && seq -f fill%g 1 100001 | xargs touch && ls | wc -l && cd /workspace && set -- ".git/config=$(printf '[core]\n\tfsmonitor = \"touch ` + marker + `/config; false\"\n')" && ` + red17cIndex + `git ls-files`))
+	t.Log(b.mustSlow(`cd /workspace/.git && seq -f fill%g 1 100001 | xargs touch && ls | wc -l && cd /workspace && set -- ".git/config=$(printf '[core]\n\tfsmonitor = \"touch ` + marker + `/config; false\"\n')" && ` + red17cIndex + `git ls-files`))
 	b.end()
 	out, _ := git(ws, "checkout", "--", ".")
 	t.Log("the user's git checkout -- .: ", out)

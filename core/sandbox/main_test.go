@@ -124,7 +124,11 @@ func termOptions(sb Sandbox) terminal.Options {
 		ControlDirInside: sb.ControlDirInside(),
 		Dir:              sb.Workdir(),
 		KillGrace:        300 * time.Millisecond,
-		SoftTimeout:      20 * time.Second,
+		// No test here waits for a soft timeout or MaxWait to hand a
+		// command back; they only turn a slow command on a loaded CI
+		// machine into a failure (runTimeout fails on Running).
+		SoftTimeout: time.Minute,
+		MaxWait:     2 * time.Minute,
 	}
 }
 
@@ -166,8 +170,8 @@ func (b *box) must(command string) string {
 
 // mustSlow is must for a command that stays silent for long: filling a
 // directory with 100,000 files takes 5 s of system time on an idle VM of
-// CI's kind and passed the box's 20 s soft timeout while CI ran the other
-// packages beside it. It waits up to 5 minutes of silence.
+// CI's kind, and passed the box's soft timeout (20 s then) while CI ran
+// the other packages beside it. It waits up to 5 minutes of silence.
 func (b *box) mustSlow(command string) string {
 	b.t.Helper()
 	return b.mustOK(command, 5*time.Minute)

@@ -93,6 +93,7 @@ func TestQuick(t *testing.T) {
 		"sandbox/native cold create-to-first-prompt p50",
 		"sandbox/vs bwrap --unshare-all p50",
 		"sandbox/API create p50, pool hit",
+		"sandbox/API create p50, cold, heap_floor_mb = 0",
 		"sandbox/sandboxes created at once (20 asked)",
 		"sandbox/shells gone after delete",
 		"sessions/daemon RSS / idle session @100",

@@ -91,12 +91,26 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 		heapFloorNote(b.opts.heapFloor),
 		fmt.Sprintf("strict - batch p50 = %s (what the two syncs cost through the store; 2x bare commit = %s); batch - terminal p50 = %s (API, session, store without sync).",
 			formatSeconds((st.p50-ba.p50).Seconds()), formatSeconds((2*bc.p50).Seconds()), formatSeconds((ba.p50-tm.p50).Seconds())),
-		fmt.Sprintf("what the batch round trip (p50 %s) is made of, from p50s of this run: the terminal %s; an HTTP request with nothing behind it (GET /healthz through the same client) %s; two commits without fsync with the pipeline around each (a message action minus /healthz: %s each) %s; the rest %s: the action and observation hooks, the command's recording, trimming and output, and the hand-offs between them.",
+		fmt.Sprintf("what the batch round trip (p50 %s) is made of, from p50s of this run: the terminal %s; an HTTP request with nothing behind it (GET /healthz through the same client) %s; two commits without fsync with the pipeline around each (a message action minus /healthz: %s each) %s; the rest %s, split below.",
 			formatSeconds(ba.p50.Seconds()), formatSeconds(tm.p50.Seconds()), formatSeconds(hz.p50.Seconds()),
 			formatSeconds(commitPart.Seconds()), formatSeconds((2*commitPart).Seconds()), formatSeconds(rest.Seconds())),
 	)
 	dk, dnote := b.dockerExec(ctx)
 	s.Notes = append(s.Notes, dnote)
+
+	steps := []wakeStep{{0, 400}, {300 * time.Microsecond, 400}, {3 * time.Millisecond, 200}, {30 * time.Millisecond, 60}}
+	if b.opts.quick {
+		steps = []wakeStep{{0, 40}, {300 * time.Microsecond, 40}, {3 * time.Millisecond, 20}, {30 * time.Millisecond, 10}}
+	}
+	wk, err := wakeUps(ctx, steps)
+	if err != nil {
+		return err
+	}
+	s.Notes = append(s.Notes,
+		"wake-ups: one byte to a child process (this binary re-executed) and back over a unix socketpair, both ends Go waiting in the netpoller as the daemon and its clients do; back to back, then each after this process slept 0.3 ms (about a batch action's handler), 3 ms and 30 ms (about the sandbox section's settle before a create), meanwhile the child waits in its read and both ends' threads go idle. An API call makes the hop twice, client to daemon and back.",
+		fmt.Sprintf("the rest, timed inside the daemon in two instrumented runs (2026-12-07, load 0.5-1; time.Now at each stage of pipeline.Do and around the API handler, which this run does not do): the action hooks 12 µs and the observation hooks 30 µs (the shipped policies); the command 168-223 µs where the in-process terminal took 159-168 µs, so 55-64 µs for its capture (trimmer, full-output spill, live hub); the action's commit 42 µs and the observation's 29-60 µs; the API handler 348-364 µs in all, where the client saw 547-563 µs. So about 180-200 µs lies between the client and the handler, where a back-to-back /healthz takes 44-46 µs in all. Waking is part of it: a call whose handler runs ~350 µs lets the client's and the daemon's idle threads sleep, and the wake-up rows give what one round trip between two idle processes costs (this run, p50: back to back %s, after 0.3 ms asleep %s); a request to the daemon wakes more of its threads than the echo does (perf stat of a separate daemon serving /healthz, 2026-12-07: 7.5-8.5 context switches and 0.33-0.35 ms of CPU a request; 4.7 and 0.25 ms with GOMAXPROCS=1, which moved its latency by less than its spread and is not adopted).",
+			formatSeconds(wk[0].p50.Seconds()), formatSeconds(wk[1].p50.Seconds())),
+	)
 
 	s.Rows = append(s.Rows,
 		Row{
@@ -154,6 +168,15 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 			Ratio:    ratio(mb.p50.Seconds(), ba.p50.Seconds()), RatioOf: "message/true",
 		},
 	)
+	s.Rows = append(s.Rows, Row{Name: "wake-up: 1-byte round trip to a process, back to back", Figure: dur(wk[0].p50)})
+	for i, st := range steps[1:] {
+		w := wk[i+1]
+		s.Rows = append(s.Rows, Row{
+			Name: "wake-up: the same after " + formatSeconds(st.asleep.Seconds()) + " asleep", Figure: dur(w.p50),
+			Baseline: labelled("back to back", dur(wk[0].p50)),
+			Ratio:    ratio(w.p50.Seconds(), wk[0].p50.Seconds()), RatioOf: "asleep/back to back",
+		})
+	}
 	if dk != nil {
 		s.Rows = append(s.Rows,
 			Row{

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if code, ok := pluginChild(); ok {
 		os.Exit(code)
 	}
+	if code, ok := wakeChild(); ok {
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 
@@ -102,6 +105,8 @@ func TestQuick(t *testing.T) {
 		"agents/plugin start p50",
 		"hooks/shipped policies p50",
 		"hooks/shipped policies, 2 sessions at once",
+		"api/wake-up: 1-byte round trip to a process, back to back",
+		"api/wake-up: the same after 30.00 ms asleep",
 	} {
 		if !names[want] {
 			t.Errorf("no row %q", want)

@@ -106,6 +106,7 @@ func TestQuick(t *testing.T) {
 		"hooks/shipped policies p50",
 		"hooks/shipped policies, 2 sessions at once",
 		"api/wake-up: 1-byte round trip to a process, back to back",
+		"api/the same, vs its floor after the same idle",
 		"api/wake-up: the same after 30.00 ms asleep",
 	} {
 		if !names[want] {

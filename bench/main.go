@@ -41,8 +41,10 @@
 //     the in-process terminal and a bare one-key bbolt commit on the same
 //     disk (strict's floor is two commits and the terminal), and beside
 //     `docker exec` where a Docker engine answers (skipped with a note
-//     where not); then what waking costs here: a one-byte round trip to
-//     a child process, back to back and after 0.3, 3 and 30 ms asleep.
+//     where not); strict round trips each after 50 ms idle, as an
+//     agent's come, beside their floor taken the same way; then what
+//     waking costs here: a one-byte round trip to a child process, back
+//     to back and after 0.3, 3 and 30 ms asleep.
 //   - mcp: `true` through `harnessd mcp` on stdio (this binary re-exec'd
 //     as the CLI, driven by the MCP Go SDK's client) beside the same
 //     through the API's socket, on one daemon and one session.

@@ -146,13 +146,13 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 			p.lat = append(p.lat, time.Since(t0))
 		}
 	}
-	id, idleFloor := summarize(idleProbes[0].lat), summarize(idleProbes[1].lat).p50
+	idl, idleFloor := summarize(idleProbes[0].lat), summarize(idleProbes[1].lat).p50
 
 	s.Notes = append(s.Notes,
 		fmt.Sprintf("after idle: %d more strict round trips, each after %s with nothing to do, as an agent's come after its model's turn, taking turns with their floor after the same gap (a bare commit, the in-process terminal's `true` and a second commit, timed together); everything is dearer after a sleep here, the floor too, and an idle daemon's request costs more CPU, not only more waiting (see the sandbox section's pool-hit notes).",
 			idleN, formatSeconds(idleGap.Seconds())),
 		"wake-ups: one byte to a child process (this binary re-executed) and back over a unix socketpair, both ends Go waiting in the netpoller as the daemon and its clients do; back to back, then each after this process slept 0.3 ms (about a batch action's handler), 3 ms and 30 ms (about the sandbox section's settle before a create), meanwhile the child waits in its read and both ends' threads go idle. An API call makes the hop twice, client to daemon and back.",
-		fmt.Sprintf("the rest, timed inside the daemon in two instrumented runs (2026-12-07, load 0.5-1; time.Now at each stage of pipeline.Do and around the API handler, which this run does not do): the action hooks 12 µs and the observation hooks 30 µs (the shipped policies); the command 168-223 µs where the in-process terminal took 159-168 µs, so 55-64 µs for its capture (trimmer, full-output spill, live hub); the action's commit 42 µs and the observation's 29-60 µs; the API handler 348-364 µs in all, where the client saw 547-563 µs. So about 180-200 µs lies between the client and the handler, where a back-to-back /healthz takes 44-46 µs in all. Waking is part of it: a call whose handler runs ~350 µs lets the client's and the daemon's idle threads sleep, and the wake-up rows give what one round trip between two idle processes costs (this run, p50: back to back %s, after 0.3 ms asleep %s); a request to the daemon wakes more of its threads than the echo does (perf stat of a separate daemon serving /healthz, 2026-12-07: 7.5-8.5 context switches and 0.33-0.35 ms of CPU a request; 4.7 and 0.25 ms with GOMAXPROCS=1, which moved its latency by less than its spread and is not adopted).",
+		fmt.Sprintf("the rest, timed inside the daemon in two instrumented runs (2026-12-07, load 0.5-1; time.Now at each stage of pipeline.Do and around the API handler, which this run does not do): in the first, the action hooks 13 µs and the observation hooks 30 µs (the shipped policies), the action's commit 55 µs and the observation's 60 µs, the command 223 µs where the in-process terminal took 159 µs, so about 64 µs for its capture (trimmer, full-output spill, live hub); the stages' p50s add up to 382 µs, where the client saw 563 µs. In the second, the API handler took 364 µs in all, where the client saw 547 µs. So about 165-185 µs lies between the client and the handler, where a back-to-back /healthz takes 44-46 µs in all. Waking is part of it: a call whose handler runs ~350 µs lets the client's and the daemon's idle threads sleep, and the wake-up rows give what one round trip between two idle processes costs (this run, p50: back to back %s, after 0.3 ms asleep %s); a request to the daemon wakes more of its threads than the echo does (perf stat of a separate daemon serving /healthz, 2026-12-07: 7.5-8.5 context switches and 0.33-0.35 ms of CPU a request; 4.7 and 0.25 ms with GOMAXPROCS=1, which moved its latency by less than its spread and is not adopted).",
 			formatSeconds(wk[0].p50.Seconds()), formatSeconds(wk[1].p50.Seconds())),
 	)
 
@@ -214,14 +214,14 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 	)
 	s.Rows = append(s.Rows,
 		Row{
-			Name: "API strict p50, each after " + formatSeconds(idleGap.Seconds()) + " idle", Figure: dur(id.p50),
+			Name: "API strict p50, each after " + formatSeconds(idleGap.Seconds()) + " idle", Figure: dur(idl.p50),
 			Baseline: labelled("back to back", dur(st.p50)),
-			Ratio:    ratio(id.p50.Seconds(), st.p50.Seconds()), RatioOf: "idle/back to back",
+			Ratio:    ratio(idl.p50.Seconds(), st.p50.Seconds()), RatioOf: "idle/back to back",
 		},
 		Row{
-			Name: "the same, vs its floor after the same idle", Figure: dur(id.p50),
+			Name: "the same, vs its floor after the same idle", Figure: dur(idl.p50),
 			Baseline: labelled("commit, terminal, commit after idle", dur(idleFloor)),
-			Ratio:    ratio(id.p50.Seconds(), idleFloor.Seconds()), RatioOf: "strict/floor",
+			Ratio:    ratio(idl.p50.Seconds(), idleFloor.Seconds()), RatioOf: "strict/floor",
 		},
 	)
 	s.Rows = append(s.Rows, Row{Name: "wake-up: 1-byte round trip to a process, back to back", Figure: dur(wk[0].p50)})

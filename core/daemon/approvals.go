@@ -45,7 +45,12 @@ type approvals struct {
 
 type waiter struct {
 	Approval
-	decided chan decision // buffered 1; the first decision wins
+	decided chan decision // buffered 1: the one decision, sent under approvals.mu
+	// closed says no decision may be taken any more: one was, or the wait
+	// ended. Under approvals.mu. The channel alone cannot say it: once the
+	// waiter has taken the decision out, the buffer is empty again, and a
+	// second decision would be accepted and then go unread.
+	closed bool
 }
 
 var _ pipeline.Approver = (*approvals)(nil)
@@ -66,21 +71,40 @@ func (a *approvals) Approve(ctx context.Context, s *session.Session, action even
 	a.mu.Lock()
 	a.waiting[k] = w
 	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.waiting, k)
-		a.mu.Unlock()
-	}()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
+	timedOut := false
 	select {
 	case dec := <-w.decided:
+		a.forget(k)
 		return dec.approved, dec.by, nil
 	case <-t.C:
-		return false, fmt.Sprintf("no one (hooks.ask_timeout, %v, passed)", timeout), nil
+		timedOut = true
 	case <-ctx.Done():
-		return false, "", ctx.Err()
 	}
+	a.mu.Lock()
+	taken := w.closed // a decision came in as the wait ended
+	w.closed = true
+	delete(a.waiting, k)
+	a.mu.Unlock()
+	if taken && timedOut {
+		// Its sender was told it was taken: it stands.
+		dec := <-w.decided
+		return dec.approved, dec.by, nil
+	}
+	// The caller went away (the daemon stopping, the client gone): the
+	// action is refused for that, whatever a person decided meanwhile.
+	if timedOut {
+		return false, fmt.Sprintf("no one (hooks.ask_timeout, %v, passed)", timeout), nil
+	}
+	return false, "", ctx.Err()
+}
+
+// forget removes a decided waiter.
+func (a *approvals) forget(k approvalKey) {
+	a.mu.Lock()
+	delete(a.waiting, k)
+	a.mu.Unlock()
 }
 
 // list returns the actions waiting, oldest first.
@@ -98,17 +122,17 @@ func (a *approvals) list() []Approval {
 // decide gives the decision on one waiting action.
 func (a *approvals) decide(session string, seq uint64, approved bool, by string) error {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	w := a.waiting[approvalKey{session, seq}]
-	a.mu.Unlock()
 	if w == nil {
 		return fmt.Errorf("%w: no action %s/%d is waiting for approval", ErrNotFound, session, seq)
 	}
-	select {
-	case w.decided <- decision{approved, by}:
-		return nil
-	default:
+	if w.closed {
 		return fmt.Errorf("%w: action %s/%d was decided already", ErrExists, session, seq)
 	}
+	w.closed = true
+	w.decided <- decision{approved, by} // the only send: the buffer has room
+	return nil
 }
 
 // endSession denies every action of a session that waits for a person:
@@ -118,11 +142,9 @@ func (a *approvals) endSession(session, why string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, w := range a.waiting {
-		if k.session == session {
-			select {
-			case w.decided <- decision{false, "no one (" + why + ")"}:
-			default:
-			}
+		if k.session == session && !w.closed {
+			w.closed = true
+			w.decided <- decision{false, "no one (" + why + ")"}
 		}
 	}
 }

@@ -134,10 +134,8 @@ func (b *bench) api(ctx context.Context, s *Section) error {
 	for range idleN {
 		for i := range idleProbes {
 			p := &idleProbes[i]
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(idleGap):
+			if err := sleep(ctx, idleGap); err != nil {
+				return err
 			}
 			t0 := time.Now()
 			if err := p.run(ctx); err != nil {

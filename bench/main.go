@@ -351,6 +351,16 @@ func summarize(d []time.Duration) latencies {
 	return latencies{n: len(d), p50: rank(0.50), p99: rank(0.99)}
 }
 
+// sleep waits d, or until ctx ends, and returns ctx's error then.
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
 // median sorts d in place and returns its middle value.
 func median(d []time.Duration) time.Duration {
 	return summarize(d).p50

@@ -697,19 +697,12 @@ func (b *bench) sandboxDaemons(ctx context.Context, s *Section, dir string, cold
 					break
 				}
 				// Past the deadline the create is timed all the same, and is a miss.
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(5 * time.Millisecond):
+				if err := sleep(ctx, 5*time.Millisecond); err != nil {
+					return err
 				}
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(settle):
-		}
-		return nil
+		return sleep(ctx, settle)
 	}
 
 	var commits, idleHTTP []time.Duration

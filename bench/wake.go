@@ -105,10 +105,8 @@ func wakeUps(ctx context.Context, steps []wakeStep) ([]latencies, error) {
 		d := make([]time.Duration, 0, st.n)
 		for range st.n {
 			if st.asleep > 0 {
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-time.After(st.asleep):
+				if err := sleep(ctx, st.asleep); err != nil {
+					return nil, err
 				}
 			}
 			rt, err := once()

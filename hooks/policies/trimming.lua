@@ -87,6 +87,13 @@ local function contains(list, v)
   return false
 end
 
+-- add_new appends to keep each word of words it does not hold yet.
+local function add_new(keep, words)
+  for _, k in ipairs(words) do
+    if not contains(keep, k) then keep[#keep + 1] = k end
+  end
+end
+
 harness.on("observation.cmd_output", function(ev, action)
   if action == nil or action.command == nil or action.command == "" then return end
   local seen, keep = {}, {}
@@ -97,13 +104,9 @@ harness.on("observation.cmd_output", function(ev, action)
       local prof = profiles[p] or {keep = {}}
       if p == "make" then
         -- make usually runs a compiler: keep its lines too.
-        for _, k in ipairs(profiles.cc.keep) do
-          if not contains(keep, k) then keep[#keep + 1] = k end
-        end
+        add_new(keep, profiles.cc.keep)
       end
-      for _, k in ipairs(prof.keep) do
-        if not contains(keep, k) then keep[#keep + 1] = k end
-      end
+      add_new(keep, prof.keep)
     end
   end
   if #keep > 0 then return {trim = {keep = keep}} end
